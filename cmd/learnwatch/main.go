@@ -1,0 +1,174 @@
+// Command learnwatch reconciles a repository's self-learning memory. This
+// package only parses flags, wires the packages together and prints; see
+// README.md for the commands.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/exitcode"
+)
+
+// app is the state shared by every command: global flags and I/O.
+type app struct {
+	rootFlag  string
+	jsonOut   bool
+	logFormat string
+	verbose   bool
+
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+	ctx    context.Context
+}
+
+// commands registers subcommands; each file adds its own in init so that
+// files do not have to share a list.
+var commands []func(a *app) *cobra.Command
+
+func register(f func(a *app) *cobra.Command) { commands = append(commands, f) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitcode.OK
+	}
+	code := exitcode.Of(err)
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintf(stderr, "learnwatch: %v\n", err)
+	}
+	return code
+}
+
+// silentError exits with a code without printing (the command already said
+// what it had to say).
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func exitSilently(code int) error {
+	return &exitcode.Error{Code: code, Err: &silentError{code: code}}
+}
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "learnwatch",
+		Short: "Reconcile a repository's self-learning memory",
+		Long: `learnwatch keeps .memory/ (the learning log, the manifest of rendered
+artifacts and the ADR/PF knowledge files) consistent with the files people
+actually keep, and turns deletions and edits into learning signal.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			a.ctx = cmd.Context()
+			var h slog.Handler
+			opts := &slog.HandlerOptions{Level: slog.LevelWarn}
+			if a.verbose {
+				opts.Level = slog.LevelDebug
+			}
+			switch a.logFormat {
+			case "json":
+				h = slog.NewJSONHandler(a.stderr, opts)
+			case "text", "":
+				h = slog.NewTextHandler(a.stderr, opts)
+			default:
+				return exitcode.Bad("--log-format must be text or json, not %q", a.logFormat)
+			}
+			a.log = slog.New(h)
+			return nil
+		},
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.rootFlag, "root", "", "repository root (default: the git worktree containing the current directory)")
+	pf.BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
+	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr")
+	for _, f := range commands {
+		root.AddCommand(f(a))
+	}
+	return root
+}
+
+// root returns the repository root: --root, else the nearest directory
+// upwards holding .git, else the current directory.
+func (a *app) root() (string, error) {
+	if a.rootFlag != "" {
+		abs, err := filepath.Abs(a.rootFlag)
+		if err != nil {
+			return "", exitcode.Bad("--root %s: %v", a.rootFlag, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil || !fi.IsDir() {
+			return "", exitcode.Bad("--root %s: not a directory", a.rootFlag)
+		}
+		return abs, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return findRoot(wd), nil
+}
+
+// findRoot walks up from dir to the nearest directory holding .git.
+func findRoot(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// config loads .memory/learnwatch.yaml of the root (bad YAML is bad input).
+func (a *app) config(root string) (config.Config, error) {
+	c, err := config.Load(root)
+	if err != nil {
+		return c, exitcode.Wrap(exitcode.BadInput, err)
+	}
+	return c, nil
+}
+
+// emit prints v as one JSON object with --json, else calls human.
+func (a *app) emit(v any, human func(w io.Writer)) error {
+	if a.jsonOut {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	}
+	human(a.stdout)
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package config reads the optional .memory/learnwatch.yaml. Every setting
+// has a default, so a missing file is the same as an empty one; unknown keys
+// are ignored so newer configs still load in older binaries.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// FileName is the config file's path relative to the repository root.
+const FileName = ".memory/learnwatch.yaml"
+
+// Config is the whole configuration.
+type Config struct {
+	Staleness Staleness `yaml:"staleness"`
+	Precommit Precommit `yaml:"precommit"`
+	Watch     Watch     `yaml:"watch"`
+	Index     Index     `yaml:"index"`
+	Learn     Learn     `yaml:"learn"`
+	Lock      Lock      `yaml:"lock"`
+}
+
+// Staleness configures §5 reference extraction.
+type Staleness struct {
+	// Extensions of files that count as source references (no dot).
+	Extensions []string `yaml:"extensions"`
+	// Ignore lists path globs (path.Match syntax, or a directory prefix
+	// ending in "/") whose references are never reported.
+	Ignore []string `yaml:"ignore"`
+	// RenameDepth bounds how many commits are walked to find a rename.
+	RenameDepth int `yaml:"rename_depth"`
+}
+
+// Precommit configures the pre-commit hook.
+type Precommit struct {
+	// Block makes the hook fail the commit (exit 1) when knowledge goes stale.
+	Block bool `yaml:"block"`
+}
+
+// Watch configures the long-running watcher.
+type Watch struct {
+	Debounce Duration `yaml:"debounce"`
+	Render   bool     `yaml:"render"`
+	// Rescan is the periodic full-reconcile interval used only when the
+	// inotify watch limit was hit.
+	Rescan Duration `yaml:"rescan"`
+}
+
+// Index configures the session-start index.
+type Index struct {
+	Budget int `yaml:"budget"`
+}
+
+// Learn configures the learning engine.
+type Learn struct {
+	// HighConfidenceRoles are validator roles whose false-positive verdicts
+	// weigh 1.5 instead of 1.0.
+	HighConfidenceRoles []string `yaml:"high_confidence_roles"`
+}
+
+// Lock configures lock waiting.
+type Lock struct {
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Duration is a time.Duration written as "200ms", "5s" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return d.Duration.String(), nil }
+
+// DefaultExtensions are the source extensions of DESIGN.md §5.
+var DefaultExtensions = []string{"ts", "tsx", "js", "cjs", "mjs", "md", "sh", "py", "go", "java", "rs", "rb", "c", "h", "cc", "cpp", "cs", "kt", "swift"}
+
+// Default returns the configuration used when no file exists.
+func Default() Config {
+	return Config{
+		Staleness: Staleness{Extensions: append([]string(nil), DefaultExtensions...), RenameDepth: 200},
+		Watch:     Watch{Debounce: Duration{200 * time.Millisecond}, Rescan: Duration{30 * time.Second}},
+		Index:     Index{Budget: 800},
+		Lock:      Lock{Timeout: Duration{10 * time.Second}},
+	}
+}
+
+// Load reads root/.memory/learnwatch.yaml over the defaults. A missing file
+// is not an error; a malformed one is, naming the file.
+func Load(root string) (Config, error) {
+	c := Default()
+	path := filepath.Join(root, FileName)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return Default(), fmt.Errorf("parse %s: %w", path, err)
+	}
+	if len(c.Staleness.Extensions) == 0 {
+		c.Staleness.Extensions = append([]string(nil), DefaultExtensions...)
+	}
+	if c.Watch.Debounce.Duration <= 0 {
+		c.Watch.Debounce.Duration = 200 * time.Millisecond
+	}
+	if c.Watch.Rescan.Duration <= 0 {
+		c.Watch.Rescan.Duration = 30 * time.Second
+	}
+	if c.Index.Budget <= 0 {
+		c.Index.Budget = 800
+	}
+	if c.Lock.Timeout.Duration <= 0 {
+		c.Lock.Timeout.Duration = 10 * time.Second
+	}
+	if c.Staleness.RenameDepth <= 0 {
+		c.Staleness.RenameDepth = 200
+	}
+	return c, nil
+}

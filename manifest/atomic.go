@@ -1,0 +1,100 @@
+package manifest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/learnwatch/learnwatch/failpoint"
+)
+
+// WriteFile replaces path with data atomically: the bytes go to a temporary
+// file created with O_EXCL in the same directory, which is fsynced, renamed
+// over path, and the directory fsynced. A reader sees either the old file or
+// the new one, never a mix; a crash leaves at most a stray temp file.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create directory %s: %w", dir, err)
+	}
+	var f *os.File
+	var tmp string
+	for i := 0; ; i++ {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		tmp = filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(b[:]))
+		var err error
+		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) || i > 10 {
+			return fmt.Errorf("create temp file for %s: %w", path, err)
+		}
+	}
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := failpoint.Inject("write:" + filepath.Base(path)); err != nil {
+		return fail(fmt.Errorf("write %s: %w", path, err))
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(fmt.Errorf("write %s: %w", path, err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("sync %s: %w", path, err))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("close %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+// AppendLine appends one line (a trailing newline is added) to path with a
+// single write on an O_APPEND descriptor, then fsyncs. Used for the
+// append-only event files, where rewriting would be O(n).
+func AppendLine(path string, line []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := failpoint.Inject("append:" + filepath.Base(path)); err != nil {
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	buf := make([]byte, 0, len(line)+1)
+	buf = append(buf, line...)
+	buf = append(buf, '\n')
+	if _, err := f.Write(buf); err != nil {
+		f.Close()
+		return fmt.Errorf("append %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package manifest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Lock directory names under .memory/, shared with the other tools that
+// write the same files (devflow's hooks take them with mkdir).
+const (
+	LearningLock  = ".learning.lock"
+	KnowledgeLock = ".knowledge.lock"
+)
+
+// StaleAfter is how old a lock directory must be before another writer may
+// take it over. A live holder refreshes its mtime well within this.
+var StaleAfter = 60 * time.Second
+
+// ErrLockTimeout is returned when a lock could not be taken in time.
+var ErrLockTimeout = errors.New("timed out waiting for lock")
+
+// inproc serialises goroutines of one process: a mkdir lock cannot tell two
+// holders in the same process apart.
+var (
+	inprocMu sync.Mutex
+	inproc   = map[string]*sync.Mutex{}
+)
+
+func inprocLock(path string) *sync.Mutex {
+	inprocMu.Lock()
+	defer inprocMu.Unlock()
+	m, ok := inproc[path]
+	if !ok {
+		m = &sync.Mutex{}
+		inproc[path] = m
+	}
+	return m
+}
+
+// Lock is a held mkdir-style lock.
+type Lock struct {
+	path string
+	mu   *sync.Mutex
+	stop chan struct{}
+	done chan struct{}
+}
+
+// AcquireLock takes the lock directory at path, waiting up to timeout. A lock
+// directory older than StaleAfter is taken over. While held, the directory's
+// mtime is refreshed so a long operation is not mistaken for a dead one.
+func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock, error) {
+	mu := inprocLock(path)
+	deadline := time.Now().Add(timeout)
+	// In-process first, polled so the timeout and ctx apply.
+	for !mu.TryLock() {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("lock %s: %w (held by this process)", path, ErrLockTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	delay := time.Millisecond
+	for {
+		err := os.Mkdir(path, 0o755)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) {
+			mu.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if fi, serr := os.Stat(path); serr == nil && time.Since(fi.ModTime()) > StaleAfter {
+			takeOver(path)
+			continue
+		}
+		if time.Now().After(deadline) {
+			mu.Unlock()
+			return nil, fmt.Errorf("lock %s: %w after %s (another writer holds it; remove the directory if no writer is running)", path, ErrLockTimeout, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			mu.Unlock()
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay < 50*time.Millisecond {
+			delay *= 2
+		}
+	}
+	l := &Lock{path: path, mu: mu, stop: make(chan struct{}), done: make(chan struct{})}
+	go l.heartbeat()
+	return l, nil
+}
+
+// takeOver removes a stale lock directory. It renames it aside first and
+// re-checks the age of what it moved, so that two writers taking over at
+// once cannot remove a lock the other has just created.
+func takeOver(path string) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	aside := path + ".stale-" + hex.EncodeToString(b[:])
+	if err := os.Rename(path, aside); err != nil {
+		return
+	}
+	fi, err := os.Stat(aside)
+	if err == nil && time.Since(fi.ModTime()) <= StaleAfter {
+		// We moved a lock another writer had just created: put it back
+		// (rename onto a missing name). If a third writer took the name in
+		// between, the moved lock is stale to its owner's heartbeat anyway.
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			_ = os.Rename(aside, path)
+		}
+		return
+	}
+	_ = os.RemoveAll(aside)
+}
+
+func (l *Lock) heartbeat() {
+	defer close(l.done)
+	t := time.NewTicker(StaleAfter / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			now := time.Now()
+			_ = os.Chtimes(l.path, now, now)
+		}
+	}
+}
+
+// Release frees the lock.
+func (l *Lock) Release() error {
+	close(l.stop)
+	<-l.done
+	err := os.Remove(l.path)
+	l.mu.Unlock()
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("release lock %s: %w", l.path, err)
+	}
+	return nil
+}
