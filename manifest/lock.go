@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -67,6 +68,10 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 			return nil, ctx.Err()
 		case <-time.After(2 * time.Millisecond):
 		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		mu.Unlock()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	delay := time.Millisecond
 	for {

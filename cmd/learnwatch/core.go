@@ -1,0 +1,238 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/index"
+	"github.com/learnwatch/learnwatch/lifecycle"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/render"
+)
+
+func init() {
+	register(newObserveCmd)
+	register(newRenderCmd)
+	register(newReconcileCmd)
+	register(newIndexCmd)
+}
+
+// now is the clock of every command; LEARNWATCH_NOW (RFC3339) pins it for
+// tests and demos.
+func now() time.Time {
+	if v := getenv("LEARNWATCH_NOW"); v != "" {
+		if t, err := time.Parse(time.RFC3339, v); err == nil {
+			return t
+		}
+	}
+	return time.Now()
+}
+
+// setup resolves the root and loads the config.
+func (a *app) setup() (string, config.Config, error) {
+	root, err := a.root()
+	if err != nil {
+		return "", config.Config{}, err
+	}
+	cfg, err := a.config(root)
+	return root, cfg, err
+}
+
+func newObserveCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "observe",
+		Short: "Merge observations read from stdin (one JSON object, an array, or JSON Lines) into the log",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			data, err := io.ReadAll(a.stdin)
+			if err != nil {
+				return fmt.Errorf("read stdin: %w", err)
+			}
+			in, err := lifecycle.ParseInput(data)
+			if err != nil {
+				return exitcode.Bad("observe: stdin: %v", err)
+			}
+			res, err := observe(a, root, cfg, in)
+			if err != nil {
+				return err
+			}
+			for _, m := range res.Messages {
+				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", m)
+			}
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "observe: %d created, %d merged, %d skipped\n", res.Created, res.Merged, res.Skipped)
+				for _, id := range res.Promoted {
+					fmt.Fprintf(w, "  %s is ready to render\n", id)
+				}
+			})
+		},
+	}
+}
+
+// observe merges in under the learning lock.
+func observe(a *app, root string, cfg config.Config, in []*manifest.Observation) (lifecycle.Result, error) {
+	p := manifest.PathsFor(root)
+	lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
+	if err != nil {
+		return lifecycle.Result{}, err
+	}
+	defer lock.Release()
+	log, err := manifest.ReadLog(p.Log)
+	if err != nil {
+		return lifecycle.Result{}, err
+	}
+	res := lifecycle.Observe(log, in, now(), policyMultiplier(a, root))
+	if log.Changed() || !log.Exists && len(log.Lines) > 0 {
+		if err := manifest.WriteLog(p.Log, log); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func newRenderCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "render",
+		Short: "Render every ready observation into a command, skill, ADR or PF entry",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			res, err := render.Run(a.ctx, root, render.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Hold: policyHold(a, root)})
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) {
+				if len(res.Rendered) == 0 && res.Skipped == 0 {
+					fmt.Fprintln(w, "render: nothing ready")
+				}
+				for _, r := range res.Rendered {
+					if r.Anchor != "" {
+						fmt.Fprintf(w, "rendered %s → %s#%s\n", r.ID, r.Path, r.Anchor)
+					} else {
+						fmt.Fprintf(w, "rendered %s → %s\n", r.ID, r.Path)
+					}
+				}
+				for _, s := range res.Skips {
+					fmt.Fprintf(w, "skipped %s: %s\n", s.ID, s.Reason)
+				}
+			})
+		},
+	}
+}
+
+func newReconcileCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reconcile",
+		Short: "Reconcile the manifest with the files: deletions, edits, self-heal, staleness",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			res, err := reconcile(a, root, cfg)
+			if err != nil {
+				return err
+			}
+			for _, p := range res.Problems {
+				fmt.Fprintf(a.stderr, "learnwatch: %s\n", p)
+			}
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "reconcile: %s\n", res.Summary())
+				for _, id := range res.Deleted {
+					fmt.Fprintf(w, "  deleted artifact: %s deprecated (confidence ×0.3)\n", id)
+				}
+				for _, id := range res.Edited {
+					fmt.Fprintf(w, "  edited artifact: %s (hash updated, your edit is kept)\n", id)
+				}
+				for _, id := range res.HealedIDs {
+					fmt.Fprintf(w, "  healed: %s re-registered from the knowledge file\n", id)
+				}
+			})
+		},
+	}
+}
+
+// reconcile runs heal.Reconcile with the staleness pass and the learning
+// engine's feedback wired in.
+func reconcile(a *app, root string, cfg config.Config) (heal.Result, error) {
+	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg)}
+	res, err := heal.Reconcile(a.ctx, root, opts)
+	if err != nil {
+		return res, err
+	}
+	recordFeedback(a, root, res, opts.Now)
+	return res, nil
+}
+
+func newIndexCmd(a *app) *cobra.Command {
+	var budget int
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "Print the compact, ranked knowledge index an agent gets at session start",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			if budget <= 0 {
+				budget = cfg.Index.Budget
+			}
+			res, err := buildIndex(a, root, budget)
+			if err != nil {
+				return err
+			}
+			return a.emit(res, func(w io.Writer) { fmt.Fprintln(w, res.Text) })
+		},
+	}
+	cmd.Flags().IntVar(&budget, "budget", 0, "token budget (4 characters a token; default from config, 800)")
+	return cmd
+}
+
+// buildIndex loads the knowledge entries, scores them and fits the budget.
+func buildIndex(a *app, root string, budget int) (index.Result, error) {
+	entries, err := index.Load(root)
+	if err != nil {
+		return index.Result{}, err
+	}
+	entries = rankEntries(a, root, entries)
+	return index.Build(entries, budget, minIndexScore), nil
+}
+
+// countBy returns counts of observations by a key, in sorted key order.
+func countBy(obs []*manifest.Observation, key func(*manifest.Observation) string) map[string]int {
+	m := map[string]int{}
+	for _, o := range obs {
+		m[key(o)]++
+	}
+	return m
+}
+
+func sortedCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,413 @@
+// Package heal owns reconcile (DESIGN.md §4): it compares the manifest of
+// rendered artifacts with the files on disk and turns what people did into
+// learning signal — a deleted artifact or a lost knowledge anchor deprecates
+// its observation with the ×0.3 penalty, an edit only updates the recorded
+// hash, an unchanged file is counted — and it self-heals knowledge entries
+// whose render crashed between the knowledge write and the log write.
+//
+// Plan decides from the loaded state without I/O; Reconcile loads the state
+// under the lock, plans, and writes the log, then the manifest, atomically.
+package heal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/lifecycle"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// Options configure a reconcile run.
+type Options struct {
+	Now         time.Time     // zero: time.Now()
+	LockTimeout time.Duration // how long to wait for .memory/.learning.lock
+	// Render also renders ready observations after reconciling (the
+	// watcher's watch.render).
+	Render bool
+	// RenderOptions are passed to render when Render is set.
+	Hold func(o *manifest.Observation) bool
+	// Stale, when set, runs the staleness pass on the loaded log (under the
+	// lock) and returns how many references are stale. It may mark
+	// observations in the log; reconcile writes them.
+	Stale func(root string, log *manifest.Log) (int, error)
+}
+
+// Result counts what a reconcile found and did.
+type Result struct {
+	Deletions int `json:"deletions"`
+	Edits     int `json:"edits"`
+	Unchanged int `json:"unchanged"`
+	Healed    int `json:"healed"`
+	Refused   int `json:"refused"`
+	Corrupt   int `json:"corrupt"`
+	Dropped   int `json:"dropped"`
+	Stale     int `json:"stale"`
+	Errors    int `json:"errors"`
+
+	Deleted   []string `json:"deleted,omitempty"`
+	Edited    []string `json:"edited,omitempty"`
+	HealedIDs []string `json:"healed_ids,omitempty"`
+	// Kept are the observations whose artifacts were found unchanged.
+	Kept         []string `json:"-"`
+	RefusedPaths []string `json:"refused_paths,omitempty"`
+	// Problems are human-readable notes (refused paths, unreadable files,
+	// a corrupt manifest that was set aside).
+	Problems []string `json:"problems,omitempty"`
+	Rendered []string `json:"rendered,omitempty"`
+	// Wrote lists the absolute paths this run wrote.
+	Wrote []string `json:"-"`
+}
+
+// State is what reconcile reads.
+type State struct {
+	Root     string
+	Log      *manifest.Log
+	Manifest *manifest.Manifest
+	// ManifestExists is false when there was no manifest file;
+	// ManifestErr is set when it did not parse.
+	ManifestExists bool
+	ManifestErr    error
+	Usage          *manifest.Usage
+	// Knowledge holds the knowledge files by path relative to root, nil
+	// content when the file is absent.
+	Knowledge map[string][]byte
+	// Files holds the content of each manifest path that could be read
+	// (relative path → content); Missing the ones that do not exist;
+	// Unreadable the ones that exist but could not be read; Refused the
+	// ones outside the root.
+	Files      map[string][]byte
+	Missing    map[string]bool
+	Unreadable map[string]error
+	Refused    map[string]error
+}
+
+// Load reads everything reconcile needs. Manifest paths outside the root
+// are never opened.
+func Load(root string) (*State, error) {
+	p := manifest.PathsFor(root)
+	log, err := manifest.ReadLog(p.Log)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Root: root, Log: log, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
+		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}}
+	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
+	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
+		return nil, st.ManifestErr
+	}
+	st.Usage, err = manifest.ReadUsage(p.Usage)
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range []string{p.Decisions, p.Pitfalls} {
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if _, _, err := manifest.Resolve(root, rel); err != nil {
+			st.Refused[rel] = err
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err == nil {
+			st.Knowledge[rel] = b
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	for _, e := range st.Manifest.Entries {
+		abs, rel, err := manifest.Resolve(root, e.Path)
+		if err != nil {
+			st.Refused[e.Path] = err
+			continue
+		}
+		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
+			continue
+		}
+		b, err := os.ReadFile(abs)
+		switch {
+		case err == nil:
+			st.Files[rel] = b
+		case errors.Is(err, os.ErrNotExist):
+			st.Missing[rel] = true
+		default:
+			// A directory where a file should be, or a permission problem:
+			// never penalise what we could not look at.
+			if fi, serr := os.Stat(abs); serr == nil && fi.IsDir() {
+				st.Missing[rel] = true
+			} else {
+				st.Unreadable[rel] = err
+			}
+		}
+	}
+	return st, nil
+}
+
+// Plan applies DESIGN.md §4 to st in memory: it edits the log's
+// observations, the manifest entries and the usage file, and returns the
+// counts. It does no I/O.
+func Plan(st *State, now time.Time) Result {
+	res := Result{Corrupt: st.Log.Corrupt()}
+	if st.ManifestErr != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("%v: rebuilding it from the knowledge files (the corrupt file is kept as a backup)", st.ManifestErr))
+	}
+	sections := map[string][]markdown.Section{}
+	for rel, src := range st.Knowledge {
+		sections[rel] = markdown.Sections(src)
+	}
+	kept := st.Manifest.Entries[:0:0]
+	claimed := map[string]bool{} // rel#anchor registered in the manifest
+	for _, e := range st.Manifest.Entries {
+		o := st.Log.Find(e.ObservationID)
+		if o == nil {
+			res.Dropped++
+			continue
+		}
+		if err, refused := st.Refused[e.Path]; refused {
+			res.Refused++
+			res.RefusedPaths = append(res.RefusedPaths, e.Path)
+			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %v (left in place)", e.ObservationID, err))
+			kept = append(kept, e)
+			continue
+		}
+		_, rel, _ := manifest.Resolve(st.Root, e.Path)
+		if err, bad := st.Unreadable[rel]; bad {
+			res.Errors++
+			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: cannot read %s: %v (left in place)", e.ObservationID, rel, err))
+			kept = append(kept, e)
+			continue
+		}
+		var current, legacy []byte
+		found := false
+		if e.AnchorID != "" {
+			if src, ok := st.Knowledge[rel]; ok {
+				if s, ok := findAnchor(sections[rel], e.AnchorID, e.ObservationID); ok {
+					current = markdown.SectionText(src, s)
+					legacy = src[s.Start:s.LegacyEnd]
+					found = true
+					claimed[rel+"#"+e.AnchorID] = true
+				}
+			} else if b, ok := st.Files[rel]; ok {
+				// An anchor into a file that is not one of the two
+				// knowledge files: parse it on the fly.
+				if s, ok := findAnchor(markdown.Sections(b), e.AnchorID, e.ObservationID); ok {
+					current, legacy, found = markdown.SectionText(b, s), b[s.Start:s.LegacyEnd], true
+				}
+			}
+		} else if b, ok := st.Files[rel]; ok {
+			current, legacy, found = b, b, true
+		}
+		if !found {
+			if o.Status != manifest.Deprecated {
+				lifecycle.Penalize(o, now)
+			}
+			res.Deletions++
+			res.Deleted = append(res.Deleted, o.ID)
+			continue
+		}
+		if manifest.Unchanged(e.ContentHash, current, legacy) {
+			res.Unchanged++
+			res.Kept = append(res.Kept, o.ID)
+			kept = append(kept, e)
+			continue
+		}
+		e.ContentHash = manifest.Hash(current)
+		e.Path = rel
+		res.Edits++
+		res.Edited = append(res.Edited, o.ID)
+		kept = append(kept, e)
+	}
+	st.Manifest.Entries = kept
+	heal(st, sections, claimed, now, &res)
+	return res
+}
+
+// findAnchor returns the section with id; with duplicates, the one whose
+// Source names the observation, else the first.
+func findAnchor(secs []markdown.Section, id, obsID string) (markdown.Section, bool) {
+	var first *markdown.Section
+	for i := range secs {
+		if secs[i].ID != id {
+			continue
+		}
+		if secs[i].Source == obsID {
+			return secs[i], true
+		}
+		if first == nil {
+			first = &secs[i]
+		}
+	}
+	if first != nil {
+		return *first, true
+	}
+	return markdown.Section{}, false
+}
+
+// heal registers knowledge sections that carry a self-learning Source
+// marker but are not in the manifest, when exactly one ready observation of
+// the same type has the section's title as its normalised pattern.
+func heal(st *State, sections map[string][]markdown.Section, claimed map[string]bool, now time.Time, res *Result) {
+	registered := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		registered[e.ObservationID] = true
+	}
+	stamp := now.UTC().Format(time.RFC3339)
+	for _, rel := range sortedKeys(st.Knowledge) {
+		src := st.Knowledge[rel]
+		for _, s := range sections[rel] {
+			if claimed[rel+"#"+s.ID] || !s.HasMarker {
+				continue
+			}
+			typ := manifest.Decision
+			if s.Kind == markdown.PF {
+				typ = manifest.Pitfall
+			}
+			title := lifecycle.Normalize(s.Title)
+			var match []*manifest.Observation
+			for _, o := range st.Log.Observations() {
+				if o.Type == typ && o.Status == manifest.Ready && !registered[o.ID] && lifecycle.Normalize(o.Pattern) == title {
+					match = append(match, o)
+				}
+			}
+			if len(match) != 1 {
+				continue // zero: user-curated; several: ambiguous
+			}
+			o := match[0]
+			o.Status = manifest.Created
+			o.ArtifactPath = rel + "#" + s.ID
+			st.Manifest.Entries = append(st.Manifest.Entries, manifest.Entry{
+				ObservationID: o.ID, Type: o.Type, Path: rel, AnchorID: s.ID,
+				ContentHash: manifest.Hash(markdown.SectionText(src, s)), RenderedAt: stamp,
+			})
+			st.Usage.Register(s.ID, now)
+			registered[o.ID] = true
+			claimed[rel+"#"+s.ID] = true
+			res.Healed++
+			res.HealedIDs = append(res.HealedIDs, o.ID)
+		}
+	}
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// decisions before pitfalls, whatever the map order
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	return keys
+}
+
+// Reconcile runs §4 on the repository at root under the learning lock and
+// writes what changed: log first, then manifest, then usage. With no log
+// file it returns all zeros and writes nothing. A second call right after a
+// first writes nothing.
+func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	p := manifest.PathsFor(root)
+	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+		return Result{}, nil
+	}
+	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	if err != nil {
+		return Result{}, err
+	}
+	defer lock.Release()
+	st, err := Load(root)
+	if err != nil {
+		return Result{}, err
+	}
+	if !st.Log.Exists {
+		return Result{}, nil
+	}
+	usageBefore, _ := st.Usage.Encode()
+	manifestBefore, _ := st.Manifest.Encode()
+	res := Plan(st, opts.Now)
+	if opts.Stale != nil {
+		n, err := opts.Stale(root, st.Log)
+		if err != nil {
+			res.Problems = append(res.Problems, "staleness check: "+err.Error())
+		}
+		res.Stale = n
+	}
+	if err := write(st, p, manifestBefore, usageBefore, &res); err != nil {
+		return res, err
+	}
+	if opts.Render {
+		rr, wrote, err := renderAfter(ctx, st, p, opts)
+		res.Rendered = rr
+		res.Wrote = append(res.Wrote, wrote...)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func write(st *State, p manifest.Paths, manifestBefore, usageBefore []byte, res *Result) error {
+	if st.Log.Changed() {
+		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, p.Log)
+	}
+	if err := failpoint.Inject("reconcile:after-log"); err != nil {
+		return err
+	}
+	after, err := st.Manifest.Encode()
+	if err != nil {
+		return err
+	}
+	if st.ManifestErr != nil {
+		// Keep the corrupt manifest: nothing is ever lost.
+		backup := fmt.Sprintf("%s.corrupt-%s", p.Manifest, time.Now().UTC().Format("20060102T150405Z"))
+		if b, err := os.ReadFile(p.Manifest); err == nil {
+			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
+				return err
+			}
+			res.Problems = append(res.Problems, "corrupt manifest saved as "+filepath.Base(backup))
+		}
+	}
+	if st.ManifestErr != nil || string(after) != string(manifestBefore) && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
+		if err := manifest.WriteFile(p.Manifest, after, 0o644); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, p.Manifest)
+	}
+	if err := failpoint.Inject("reconcile:after-manifest"); err != nil {
+		return err
+	}
+	if u, err := st.Usage.Encode(); err == nil && string(u) != string(usageBefore) {
+		if err := manifest.WriteUsage(p.Usage, st.Usage); err != nil {
+			return err
+		}
+		res.Wrote = append(res.Wrote, p.Usage)
+	}
+	return nil
+}
+
+// Summary is a one-line human summary of a result.
+func (r Result) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "deletions %d, edits %d, unchanged %d, healed %d", r.Deletions, r.Edits, r.Unchanged, r.Healed)
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"stale", r.Stale}, {"errors", r.Errors}} {
+		if kv.v > 0 {
+			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,68 @@
+package lifecycle
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// ParseInput reads observations given as one JSON object, an array of
+// objects, or JSON Lines. Anything that is not JSON is an error naming the
+// line; nothing is returned then, so a caller writes nothing.
+func ParseInput(data []byte) ([]*manifest.Observation, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("no observations on input")
+	}
+	if trimmed[0] == '[' {
+		var raw []json.RawMessage
+		if err := json.Unmarshal(trimmed, &raw); err != nil {
+			return nil, fmt.Errorf("input is not a JSON array of observations: %w", err)
+		}
+		out := make([]*manifest.Observation, 0, len(raw))
+		for i, r := range raw {
+			o, err := decodeOne(r)
+			if err != nil {
+				return nil, fmt.Errorf("array element %d: %w", i+1, err)
+			}
+			out = append(out, o)
+		}
+		return out, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var out []*manifest.Observation
+	for {
+		var r json.RawMessage
+		err := dec.Decode(&r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			line := 1 + bytes.Count(trimmed[:dec.InputOffset()], []byte("\n"))
+			return nil, fmt.Errorf("line %d: input is not JSON: %w", line, err)
+		}
+		o, err := decodeOne(r)
+		if err != nil {
+			line := 1 + bytes.Count(trimmed[:dec.InputOffset()], []byte("\n"))
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+func decodeOne(r json.RawMessage) (*manifest.Observation, error) {
+	r = bytes.TrimSpace(r)
+	if len(r) == 0 || r[0] != '{' {
+		return nil, errors.New("an observation must be a JSON object")
+	}
+	var o manifest.Observation
+	if err := json.Unmarshal(r, &o); err != nil {
+		return nil, fmt.Errorf("observation does not fit the format: %w", err)
+	}
+	return &o, nil
+}

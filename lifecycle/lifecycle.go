@@ -1,0 +1,277 @@
+// Package lifecycle owns the observation lifecycle of DESIGN.md §2: how a
+// new sighting is matched to an existing observation, merged, and promoted
+// to ready. It works on a manifest.Log in memory and does no I/O.
+package lifecycle
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// Threshold is the promotion rule of one observation type.
+type Threshold struct {
+	Required   int     // sightings for full confidence
+	SpreadDays float64 // minimum days between first and last sighting
+	Promote    float64 // confidence needed for ready
+}
+
+// Thresholds per type (DESIGN.md §2).
+var Thresholds = map[string]Threshold{
+	manifest.Workflow:   {Required: 3, SpreadDays: 3, Promote: 0.60},
+	manifest.Procedural: {Required: 4, SpreadDays: 5, Promote: 0.70},
+	manifest.Decision:   {Required: 2, SpreadDays: 0, Promote: 0.65},
+	manifest.Pitfall:    {Required: 2, SpreadDays: 0, Promote: 0.65},
+}
+
+// Constants of the lifecycle.
+const (
+	FirstConfidence = 0.33
+	MaxConfidence   = 0.95
+	MaxEvidence     = 10
+	DeletionFactor  = 0.3
+)
+
+// Normalize lowercases s and keeps only [a-z0-9 ] (other whitespace becomes
+// a space first, so a pattern rendered on one line still matches), trimmed.
+func Normalize(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == ' ':
+			b.WriteRune(r)
+		case r == '\t' || r == '\n' || r == '\r':
+			b.WriteByte(' ')
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// Confidence for count sightings of a type: min(floor(count*100/required), 95)/100.
+func Confidence(typ string, count int) float64 {
+	req := Thresholds[typ].Required
+	if req <= 0 {
+		req = 1
+	}
+	pct := count * 100 / req
+	if pct > 95 {
+		pct = 95
+	}
+	return float64(pct) / 100
+}
+
+// Round2 rounds to two decimals.
+func Round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// Penalize applies the deletion penalty of DESIGN.md §4 to o.
+func Penalize(o *manifest.Observation, now time.Time) {
+	o.Confidence = Round2(o.Confidence * DeletionFactor)
+	o.Status = manifest.Deprecated
+	o.DeprecatedAt = now.UTC().Format(time.RFC3339)
+}
+
+// Ready reports whether o meets the promotion rule, with the type's promote
+// threshold multiplied by mult (1 when no policy overlay applies; the result
+// is capped at MaxConfidence).
+func Ready(o *manifest.Observation, mult float64) bool {
+	th, ok := Thresholds[o.Type]
+	if !ok || !o.QualityOK {
+		return false
+	}
+	if mult <= 0 {
+		mult = 1
+	}
+	promote := math.Min(th.Promote*mult, MaxConfidence)
+	if o.Confidence+1e-9 < promote {
+		return false
+	}
+	first, err1 := time.Parse(time.RFC3339, o.FirstSeen)
+	last, err2 := time.Parse(time.RFC3339, o.LastSeen)
+	if err1 != nil || err2 != nil {
+		return th.SpreadDays == 0
+	}
+	return last.Sub(first).Hours()/24 >= th.SpreadDays
+}
+
+// pitfallKey returns the first 40 normalised characters of Area and Issue.
+func pitfallKey(details string) (area, issue string) {
+	d := markdown.ParseDetails(details)
+	return prefix40(Normalize(d["area"])), prefix40(Normalize(d["issue"]))
+}
+
+func prefix40(s string) string {
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}
+
+// PitfallKey is the dedupe key of a pitfall (normalised Area and Issue
+// prefixes); empty when both are empty.
+func PitfallKey(area, issue string) string {
+	a, i := prefix40(Normalize(area)), prefix40(Normalize(issue))
+	if a == "" && i == "" {
+		return ""
+	}
+	return a + "\x00" + i
+}
+
+// matches reports whether existing is the same observation as in (§2).
+func matches(existing, in *manifest.Observation) bool {
+	if existing.Status == manifest.Deprecated || existing.Type != in.Type {
+		return false
+	}
+	if Normalize(existing.Pattern) == Normalize(in.Pattern) {
+		return true
+	}
+	if in.Type == manifest.Pitfall {
+		ea, ei := pitfallKey(existing.Details)
+		ia, ii := pitfallKey(in.Details)
+		return ea != "" && ei != "" && ea == ia && ei == ii
+	}
+	return false
+}
+
+// Result of merging incoming observations into a log.
+type Result struct {
+	Created  int      `json:"created"`
+	Merged   int      `json:"merged"`
+	Skipped  int      `json:"skipped"`
+	IDs      []string `json:"ids"`
+	Promoted []string `json:"promoted,omitempty"`
+	// Messages explain each skipped observation, naming it and the field.
+	Messages []string `json:"messages,omitempty"`
+}
+
+// Observe merges incoming sightings into log (DESIGN.md §2). mult returns
+// the promote-threshold multiplier of a type (nil: 1). The incoming
+// observations are not modified.
+func Observe(log *manifest.Log, incoming []*manifest.Observation, now time.Time, mult func(typ string) float64) Result {
+	var res Result
+	res.IDs = []string{}
+	stamp := now.UTC().Format(time.RFC3339)
+	m := func(t string) float64 {
+		if mult == nil {
+			return 1
+		}
+		return mult(t)
+	}
+	for i, in := range incoming {
+		if err := in.Validate(); err != nil {
+			res.Skipped++
+			name := in.ID
+			if name == "" {
+				name = fmt.Sprintf("#%d", i+1)
+			}
+			res.Messages = append(res.Messages, fmt.Sprintf("observation %s: %v", name, err))
+			continue
+		}
+		var target *manifest.Observation
+		idTaken := false
+		for _, o := range log.Observations() {
+			if o.ID == in.ID {
+				idTaken = true
+				if o.Type == in.Type && o.Status != manifest.Deprecated {
+					target = o
+					break
+				}
+			}
+		}
+		if target == nil {
+			for _, o := range log.Observations() {
+				if matches(o, in) {
+					target = o
+					break
+				}
+			}
+		}
+		if target != nil {
+			merge(target, in, stamp)
+			if target.Status == manifest.Observing && Ready(target, m(target.Type)) {
+				target.Status = manifest.Ready
+				res.Promoted = append(res.Promoted, target.ID)
+			}
+			res.Merged++
+			res.IDs = append(res.IDs, target.ID)
+			continue
+		}
+		o := in.Clone()
+		if idTaken {
+			o.ID = freeID(log, in.ID)
+		}
+		o.Confidence = FirstConfidence
+		o.Observations = 1
+		o.FirstSeen, o.LastSeen = stamp, stamp
+		o.Status = manifest.Observing
+		o.Evidence = mergeEvidence(nil, in.Evidence)
+		o.ArtifactPath, o.DeprecatedAt = "", ""
+		if Ready(o, m(o.Type)) {
+			o.Status = manifest.Ready
+			res.Promoted = append(res.Promoted, o.ID)
+		}
+		log.Append(o)
+		res.Created++
+		res.IDs = append(res.IDs, o.ID)
+	}
+	return res
+}
+
+// freeID returns id with a suffix (_b, _c, …) that no observation uses.
+func freeID(log *manifest.Log, id string) string {
+	used := map[string]bool{}
+	for _, ln := range log.Lines {
+		if ln.Obs != nil {
+			used[ln.Obs.ID] = true
+		}
+	}
+	for c := 'b'; c <= 'z'; c++ {
+		cand := id + "_" + string(c)
+		if !used[cand] {
+			return cand
+		}
+	}
+	for n := 2; ; n++ {
+		cand := fmt.Sprintf("%s_%d", id, n)
+		if !used[cand] {
+			return cand
+		}
+	}
+}
+
+func merge(o, in *manifest.Observation, stamp string) {
+	o.Observations++
+	o.Confidence = Confidence(o.Type, o.Observations)
+	o.Evidence = mergeEvidence(o.Evidence, in.Evidence)
+	o.LastSeen = stamp
+	if in.QualityOK {
+		o.QualityOK = true
+	}
+	if strings.TrimSpace(o.Details) == "" && in.Details != "" {
+		o.Details = in.Details
+	}
+}
+
+// mergeEvidence appends new items not already present, keeping the newest
+// MaxEvidence (oldest dropped first).
+func mergeEvidence(old, add []string) []string {
+	out := append([]string{}, old...)
+	seen := map[string]bool{}
+	for _, e := range out {
+		seen[e] = true
+	}
+	for _, e := range add {
+		if e == "" || seen[e] {
+			continue
+		}
+		seen[e] = true
+		out = append(out, e)
+	}
+	if len(out) > MaxEvidence {
+		out = append([]string{}, out[len(out)-MaxEvidence:]...)
+	}
+	return out
+}

@@ -1,0 +1,50 @@
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Hash returns the content hash learnwatch writes: "sha256:<hex>".
+func Hash(content []byte) string {
+	sum := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// DJB2 is the legacy hash other tools wrote: h=5381; h=((h*33) XOR unit)
+// mod 2^32 over the UTF-16 code units of the text, in lowercase hex.
+func DJB2(content []byte) string {
+	h := uint32(5381)
+	var buf [2]uint16
+	for len(content) > 0 {
+		r, size := utf8.DecodeRune(content)
+		content = content[size:]
+		if r >= 0x10000 {
+			r1, r2 := utf16.EncodeRune(r)
+			buf[0], buf[1] = uint16(r1), uint16(r2)
+			h = (h * 33) ^ uint32(buf[0])
+			h = (h * 33) ^ uint32(buf[1])
+			continue
+		}
+		h = (h * 33) ^ uint32(r)
+	}
+	return strconv.FormatUint(uint64(h), 16)
+}
+
+// IsLegacyHash reports whether stored is a legacy djb2 hash (not "sha256:").
+func IsLegacyHash(stored string) bool { return !strings.HasPrefix(stored, "sha256:") }
+
+// Unchanged reports whether stored matches the content, using the algorithm
+// stored was written with: sha256 over current, or djb2 over legacy (the
+// bytes the legacy tool hashed, which for knowledge entries differ slightly
+// from what learnwatch hashes).
+func Unchanged(stored string, current, legacy []byte) bool {
+	if IsLegacyHash(stored) {
+		return strings.EqualFold(strings.TrimSpace(stored), DJB2(legacy))
+	}
+	return stored == Hash(current)
+}

@@ -1,0 +1,117 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Usage is .knowledge-usage.json: citation counts per ADR/PF id. Entries and
+// top-level keys this package does not know are kept raw.
+type Usage struct {
+	Version int
+	Entries map[string]map[string]json.RawMessage
+	extra   map[string]json.RawMessage
+}
+
+// ReadUsage reads the usage file; a missing file is an empty usage.
+func ReadUsage(path string) (*Usage, error) {
+	u := &Usage{Version: 1, Entries: map[string]map[string]json.RawMessage{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return u, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	for k, v := range top {
+		switch k {
+		case "version":
+			if err := json.Unmarshal(v, &u.Version); err != nil {
+				return nil, fmt.Errorf("parse %s: field version: %w", path, err)
+			}
+		case "entries":
+			if err := json.Unmarshal(v, &u.Entries); err != nil {
+				return nil, fmt.Errorf("parse %s: field entries: %w", path, err)
+			}
+			if u.Entries == nil {
+				u.Entries = map[string]map[string]json.RawMessage{}
+			}
+		default:
+			if u.extra == nil {
+				u.extra = map[string]json.RawMessage{}
+			}
+			u.extra[k] = v
+		}
+	}
+	return u, nil
+}
+
+// Register adds an entry for id (cites 0, last_cited null, created now)
+// unless one exists. It reports whether it added one.
+func (u *Usage) Register(id string, now time.Time) bool {
+	if _, ok := u.Entries[id]; ok {
+		return false
+	}
+	created, _ := json.Marshal(now.UTC().Format(time.RFC3339))
+	u.Entries[id] = map[string]json.RawMessage{
+		"cites":      json.RawMessage("0"),
+		"last_cited": json.RawMessage("null"),
+		"created":    created,
+	}
+	return true
+}
+
+// Cite adds n citations to id at now, registering it first if needed.
+func (u *Usage) Cite(id string, n int, now time.Time) {
+	u.Register(id, now)
+	e := u.Entries[id]
+	var cites int
+	_ = json.Unmarshal(e["cites"], &cites)
+	e["cites"], _ = json.Marshal(cites + n)
+	e["last_cited"], _ = json.Marshal(now.UTC().Format(time.RFC3339))
+}
+
+// Cites returns the citation count and last citation time of id.
+func (u *Usage) Cites(id string) (int, time.Time) {
+	e, ok := u.Entries[id]
+	if !ok {
+		return 0, time.Time{}
+	}
+	var n int
+	var last string
+	_ = json.Unmarshal(e["cites"], &n)
+	_ = json.Unmarshal(e["last_cited"], &last)
+	t, _ := time.Parse(time.RFC3339, last)
+	return n, t
+}
+
+// Encode renders the usage file.
+func (u *Usage) Encode() ([]byte, error) {
+	top := map[string]any{}
+	for k, v := range u.extra {
+		top[k] = v
+	}
+	top["version"] = u.Version
+	top["entries"] = u.Entries
+	b, err := json.MarshalIndent(top, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteUsage atomically replaces path with u.
+func WriteUsage(path string, u *Usage) error {
+	b, err := u.Encode()
+	if err != nil {
+		return fmt.Errorf("encode usage: %w", err)
+	}
+	return WriteFile(path, b, 0o644)
+}

@@ -1,0 +1,363 @@
+// Package render turns ready observations into files (DESIGN.md §3): a
+// workflow becomes a slash command, a procedural observation a skill, a
+// decision the next ADR in decisions.md and a pitfall the next PF in
+// pitfalls.md. It decides with plain functions over the loaded state and
+// writes in the order that makes a crash healable: artifact or knowledge
+// file first, then the log, then the manifest.
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/lifecycle"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// Capacity is the number of active entries a knowledge file takes at most.
+const Capacity = 100
+
+// Options configure a render run.
+type Options struct {
+	Now         time.Time
+	LockTimeout time.Duration
+	// Hold reports whether an observation must wait (a policy overlay that
+	// requires approval). Nil holds nothing.
+	Hold func(o *manifest.Observation) bool
+}
+
+// Rendered describes one file written (or adopted) for an observation.
+type Rendered struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Path   string `json:"path"`
+	Anchor string `json:"anchor,omitempty"`
+}
+
+// Skip says why a ready observation was not rendered.
+type Skip struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Result of a render run.
+type Result struct {
+	Rendered []Rendered `json:"rendered"`
+	Skipped  int        `json:"skipped"`
+	Skips    []Skip     `json:"skips,omitempty"`
+	Wrote    []string   `json:"-"`
+}
+
+// Run renders every ready observation of the repository at root, under the
+// learning lock (and the knowledge lock around knowledge appends).
+func Run(ctx context.Context, root string, opts Options) (Result, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	p := manifest.PathsFor(root)
+	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+		return Result{Rendered: []Rendered{}}, nil
+	}
+	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	if err != nil {
+		return Result{}, err
+	}
+	defer lock.Release()
+	st, err := Load(p)
+	if err != nil {
+		return Result{}, err
+	}
+	return Apply(ctx, st, opts)
+}
+
+// State is what a render reads.
+type State struct {
+	Paths    manifest.Paths
+	Log      *manifest.Log
+	Manifest *manifest.Manifest
+	Usage    *manifest.Usage
+}
+
+// Load reads the log, manifest and usage file. A corrupt manifest is an
+// error here: render would otherwise lose the registry (reconcile heals it).
+func Load(p manifest.Paths) (*State, error) {
+	log, err := manifest.ReadLog(p.Log)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := manifest.ReadManifest(p.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run learnwatch reconcile to rebuild it)", err)
+	}
+	u, err := manifest.ReadUsage(p.Usage)
+	if err != nil {
+		return nil, err
+	}
+	return &State{Paths: p, Log: log, Manifest: m, Usage: u}, nil
+}
+
+// Apply renders the ready observations of st and writes the results. The
+// caller holds the learning lock.
+func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
+	res := Result{Rendered: []Rendered{}}
+	stamp := opts.Now.UTC().Format(time.RFC3339)
+	var entries []manifest.Entry
+	usageChanged := false
+	var knowledge = map[string]*knowledgeFile{}
+	var klock *manifest.Lock
+	defer func() {
+		if klock != nil {
+			klock.Release()
+		}
+	}()
+
+	for _, o := range st.Log.Observations() {
+		if o.Status != manifest.Ready || !o.QualityOK {
+			continue
+		}
+		if opts.Hold != nil && opts.Hold(o) {
+			res.Skipped++
+			res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: "held by policy: run learnwatch approve " + o.ID})
+			continue
+		}
+		if i := st.Manifest.Find(o.ID); i >= 0 {
+			// Already registered (a crash after the manifest write would not
+			// leave it ready; a hand edit might): just mark it created.
+			o.Status = manifest.Created
+			o.ArtifactPath = artifactPath(st.Manifest.Entries[i])
+			continue
+		}
+		entry := markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence, Date: opts.Now}
+		switch o.Type {
+		case manifest.Workflow, manifest.Procedural:
+			rel, content, err := artifactFor(st.Paths.Root, o, entry)
+			if err != nil {
+				return res, err
+			}
+			abs := filepath.Join(st.Paths.Root, filepath.FromSlash(rel))
+			if existing, err := os.ReadFile(abs); err != nil || string(existing) != string(content) {
+				if err := manifest.WriteFile(abs, content, 0o644); err != nil {
+					return res, err
+				}
+				res.Wrote = append(res.Wrote, abs)
+			}
+			if err := failpoint.Inject("render:after-artifact"); err != nil {
+				return res, err
+			}
+			o.Status = manifest.Created
+			o.ArtifactPath = rel
+			entries = append(entries, manifest.Entry{ObservationID: o.ID, Type: o.Type, Path: rel, ContentHash: manifest.Hash(content), RenderedAt: stamp})
+			res.Rendered = append(res.Rendered, Rendered{ID: o.ID, Type: o.Type, Path: rel})
+		case manifest.Decision, manifest.Pitfall:
+			kind, path := markdown.ADR, st.Paths.Decisions
+			if o.Type == manifest.Pitfall {
+				kind, path = markdown.PF, st.Paths.Pitfalls
+			}
+			kf := knowledge[path]
+			if kf == nil {
+				if klock == nil {
+					var err error
+					if klock, err = manifest.AcquireLock(ctx, st.Paths.KnowledgeLock, opts.LockTimeout); err != nil {
+						return res, err
+					}
+				}
+				var err error
+				if kf, err = openKnowledge(st.Paths, path, kind); err != nil {
+					return res, err
+				}
+				knowledge[path] = kf
+			}
+			sec, skip, err := kf.add(o, entry)
+			if err != nil {
+				return res, err
+			}
+			if skip != "" {
+				if skip == skipCapacity {
+					o.SoftCapExceeded = true
+				}
+				res.Skipped++
+				res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: skip})
+				continue
+			}
+			rel, _ := filepath.Rel(st.Paths.Root, path)
+			rel = filepath.ToSlash(rel)
+			o.Status = manifest.Created
+			o.ArtifactPath = rel + "#" + sec.ID
+			o.SoftCapExceeded = false
+			entries = append(entries, manifest.Entry{ObservationID: o.ID, Type: o.Type, Path: rel, AnchorID: sec.ID, RenderedAt: stamp, ContentHash: sec.hash})
+			if st.Usage.Register(sec.ID, opts.Now) {
+				usageChanged = true
+			}
+			res.Rendered = append(res.Rendered, Rendered{ID: o.ID, Type: o.Type, Path: rel, Anchor: sec.ID})
+		}
+	}
+	// Knowledge files first (each atomically), then log, then manifest.
+	for _, path := range []string{st.Paths.Decisions, st.Paths.Pitfalls} {
+		kf := knowledge[path]
+		if kf == nil || !kf.changed {
+			continue
+		}
+		if err := manifest.WriteFile(path, kf.src, 0o644); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, path)
+	}
+	if err := failpoint.Inject("render:after-knowledge"); err != nil {
+		return res, err
+	}
+	if usageChanged {
+		if err := manifest.WriteUsage(st.Paths.Usage, st.Usage); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, st.Paths.Usage)
+	}
+	if st.Log.Changed() {
+		if err := manifest.WriteLog(st.Paths.Log, st.Log); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, st.Paths.Log)
+	}
+	if err := failpoint.Inject("render:after-log"); err != nil {
+		return res, err
+	}
+	if len(entries) > 0 {
+		st.Manifest.Entries = append(st.Manifest.Entries, entries...)
+		if err := manifest.WriteManifest(st.Paths.Manifest, st.Manifest); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, st.Paths.Manifest)
+	}
+	return res, nil
+}
+
+func artifactPath(e manifest.Entry) string {
+	if e.AnchorID != "" {
+		return e.Path + "#" + e.AnchorID
+	}
+	return e.Path
+}
+
+// artifactFor chooses the path of a command or skill and renders it. When
+// the slug's file already exists with other content (a human's file or
+// another observation's), a numbered variant is used; when it exists with
+// exactly this content (a render that crashed before the log write), it is
+// adopted.
+func artifactFor(root string, o *manifest.Observation, e markdown.Entry) (string, []byte, error) {
+	slug := markdown.Slug(o.Pattern)
+	for n := 1; n < 1000; n++ {
+		s := slug
+		if n > 1 {
+			s = fmt.Sprintf("%s-%d", slug, n)
+		}
+		var rel string
+		var content []byte
+		var err error
+		if o.Type == manifest.Workflow {
+			rel = ".claude/commands/self-learning/" + s + ".md"
+			content, err = markdown.RenderCommand(e)
+		} else {
+			rel = ".claude/skills/" + s + "/SKILL.md"
+			content, err = markdown.RenderSkill(e, s)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("render %s: %w", o.ID, err)
+		}
+		abs, _, err := manifest.Resolve(root, rel)
+		if err != nil {
+			continue // a symlinked directory leading out: try another name
+		}
+		existing, err := os.ReadFile(abs)
+		if errors.Is(err, os.ErrNotExist) || (err == nil && string(existing) == string(content)) {
+			return rel, content, nil
+		}
+	}
+	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
+}
+
+const skipCapacity = "capacity: the knowledge file already holds 100 active entries"
+
+// knowledgeFile is a knowledge file being appended to, under its lock.
+type knowledgeFile struct {
+	path, kind string
+	src        []byte
+	changed    bool
+}
+
+type addedSection struct {
+	ID   string
+	hash string
+}
+
+// openKnowledge reads a knowledge file; the caller holds the knowledge lock.
+func openKnowledge(p manifest.Paths, path, kind string) (*knowledgeFile, error) {
+	if _, _, err := manifest.Resolve(p.Root, path); err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &knowledgeFile{path: path, kind: kind, src: src}, nil
+}
+
+// add appends o's entry, or returns why it is skipped. A section that
+// already carries o's Source marker (a render that crashed before the log
+// write) is adopted instead of appended again.
+func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSection, string, error) {
+	secs := markdown.Sections(k.src)
+	for _, s := range secs {
+		if s.Kind == k.kind && s.Source == o.ID {
+			return addedSection{ID: s.ID, hash: manifest.Hash(markdown.SectionText(k.src, s))}, "", nil
+		}
+	}
+	active := 0
+	for _, s := range secs {
+		if s.Kind == k.kind && s.Active() {
+			active++
+		}
+	}
+	if active >= Capacity {
+		return addedSection{}, skipCapacity, nil
+	}
+	if k.kind == markdown.PF {
+		d := markdown.ParseDetails(o.Details)
+		key := lifecycle.PitfallKey(d["area"], d["issue"])
+		if key != "" {
+			for _, s := range secs {
+				if s.Kind != markdown.PF {
+					continue
+				}
+				sd := sectionFields(k.src, s)
+				if lifecycle.PitfallKey(s.Area, sd["issue"]) == key {
+					return addedSection{}, "duplicate of " + s.ID + " (same area and issue)", nil
+				}
+			}
+		}
+	}
+	id := markdown.FormatID(k.kind, markdown.NextNumber(secs, k.kind))
+	var sec []byte
+	if k.kind == markdown.ADR {
+		sec = markdown.RenderDecision(id, e)
+	} else {
+		sec = markdown.RenderPitfall(id, e)
+	}
+	k.src = markdown.Append(k.src, k.kind, sec)
+	k.changed = true
+	for _, s := range markdown.Sections(k.src) {
+		if s.ID == id {
+			return addedSection{ID: id, hash: manifest.Hash(markdown.SectionText(k.src, s))}, "", nil
+		}
+	}
+	return addedSection{}, "", fmt.Errorf("render %s: appended %s but cannot find it again in %s", o.ID, id, k.path)
+}
+
+// sectionFields returns the "- **Key**: value" bullets of a section.
+func sectionFields(src []byte, s markdown.Section) map[string]string {
+	return markdown.Fields(markdown.SectionText(src, s))
+}
