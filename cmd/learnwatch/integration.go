@@ -34,3 +34,15 @@ func policyHold(a *app, root string) func(*manifest.Observation) bool { return n
 
 // rankEntries scores index entries.
 func rankEntries(a *app, root string, entries []index.Entry) []index.Entry { return entries }
+
+// watcherStatus describes the running watcher, nil when none ever ran.
+func watcherStatus(root string) map[string]any { return nil }
+
+type reviewExtra struct {
+	json  map[string]any
+	lines []string
+}
+
+// reviewExtras adds what other passes flag for review (stale knowledge
+// entries, regressions, old policy overlays).
+func reviewExtras(a *app, root string) reviewExtra { return reviewExtra{} }

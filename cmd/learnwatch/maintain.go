@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/lifecycle"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+func init() {
+	register(newStatusCmd)
+	register(newListCmd)
+	register(newReviewCmd)
+	register(newPurgeCmd)
+	register(newClearCmd)
+	register(newHudCmd)
+}
+
+// readLog reads the log without the lock (readers see a whole file thanks
+// to atomic replacement).
+func (a *app) readLog() (string, *manifest.Log, error) {
+	root, err := a.root()
+	if err != nil {
+		return "", nil, err
+	}
+	log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+	return root, log, err
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Counts of observations by type and status, corrupt lines, and the watcher's state",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, log, err := a.readLog()
+			if err != nil {
+				return err
+			}
+			c := lifecycle.Count(log, now())
+			m, _, merr := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+			out := map[string]any{"log_exists": log.Exists, "observations": c.Total, "by_type": c.ByType,
+				"by_status": c.ByStatus, "by_type_status": c.Matrix, "corrupt": c.Corrupt, "invalid": c.Invalid,
+				"need_review": c.Review, "artifacts": len(m.Entries)}
+			if merr != nil {
+				out["manifest_error"] = merr.Error()
+			}
+			watcher := watcherStatus(root)
+			if watcher != nil {
+				out["watcher"] = watcher
+			}
+			return a.emit(out, func(w io.Writer) {
+				if !log.Exists {
+					fmt.Fprintln(w, "no learning log yet (.memory/learning-log.jsonl)")
+				}
+				fmt.Fprintf(w, "observations: %d (%s)\n", c.Total, sortedCounts(c.ByStatus))
+				for _, t := range manifest.Types {
+					if n := c.ByType[t]; n > 0 {
+						fmt.Fprintf(w, "  %-10s %d (%s)\n", t, n, sortedCounts(c.Matrix[t]))
+					}
+				}
+				fmt.Fprintf(w, "artifacts: %d registered\n", len(m.Entries))
+				if merr != nil {
+					fmt.Fprintf(w, "manifest: %v (run learnwatch reconcile)\n", merr)
+				}
+				if c.Corrupt > 0 || c.Invalid > 0 {
+					fmt.Fprintf(w, "corrupt lines: %d, invalid observations: %d (kept; learnwatch purge backs them up and removes them)\n", c.Corrupt, c.Invalid)
+				}
+				if c.Review > 0 {
+					fmt.Fprintf(w, "need review: %d (learnwatch review)\n", c.Review)
+				}
+				if watcher != nil {
+					fmt.Fprintf(w, "watcher: %s\n", watcher["summary"])
+				}
+			})
+		},
+	}
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var typ, status string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List observations, highest confidence first",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, log, err := a.readLog()
+			if err != nil {
+				return err
+			}
+			var sel []*manifest.Observation
+			for _, o := range lifecycle.ByConfidence(log.Observations()) {
+				if (typ == "" || o.Type == typ) && (status == "" || o.Status == status) {
+					sel = append(sel, o)
+				}
+			}
+			if sel == nil {
+				sel = []*manifest.Observation{}
+			}
+			return a.emit(map[string]any{"observations": sel}, func(w io.Writer) {
+				if len(sel) == 0 {
+					fmt.Fprintln(w, "(no observations)")
+				}
+				for _, o := range sel {
+					fmt.Fprintf(w, "%.2f  %-10s %-10s %s  %s\n", o.Confidence, o.Status, o.Type, o.ID, oneLine(o.Pattern, 70))
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&typ, "type", "", "only this type (workflow, procedural, decision, pitfall)")
+	cmd.Flags().StringVar(&status, "status", "", "only this status (observing, ready, created, deprecated)")
+	return cmd
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}
+
+func newReviewCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "review",
+		Short: "List what needs attention: review flags, stale references, full knowledge files, long-unseen observations",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, log, err := a.readLog()
+			if err != nil {
+				return err
+			}
+			items := lifecycle.Review(log.Observations(), now())
+			if items == nil {
+				items = []lifecycle.Attention{}
+			}
+			extra := reviewExtras(a, root)
+			out := map[string]any{"observations": items, "corrupt": log.Corrupt(), "invalid": log.InvalidCount()}
+			for k, v := range extra.json {
+				out[k] = v
+			}
+			return a.emit(out, func(w io.Writer) {
+				if len(items) == 0 && len(extra.lines) == 0 && log.Corrupt() == 0 && log.InvalidCount() == 0 {
+					fmt.Fprintln(w, "nothing needs review")
+				}
+				for _, it := range items {
+					fmt.Fprintf(w, "%s (%s, %.2f) %s\n", it.ID, it.Type, it.Confidence, oneLine(it.Pattern, 60))
+					for _, r := range it.Reasons {
+						fmt.Fprintf(w, "  - %s\n", r)
+					}
+				}
+				if n := log.Corrupt() + log.InvalidCount(); n > 0 {
+					fmt.Fprintf(w, "%d corrupt or invalid log lines (learnwatch purge backs them up and removes them)\n", n)
+				}
+				for _, l := range extra.lines {
+					fmt.Fprintln(w, l)
+				}
+			})
+		},
+	}
+}
+
+func newPurgeCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "purge",
+		Short: "Remove corrupt and invalid log lines, after writing them to a dated backup file",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			p := manifest.PathsFor(root)
+			lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			n, backup, err := manifest.Purge(p, now())
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"removed": n, "backup": backup}, func(w io.Writer) {
+				if n == 0 {
+					fmt.Fprintln(w, "purge: nothing to remove")
+					return
+				}
+				fmt.Fprintf(w, "purge: removed %d lines, saved in %s\n", n, backup)
+			})
+		},
+	}
+}
+
+func newClearCmd(a *app) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "clear",
+		Short: "Reset the learning log (the whole log is backed up first)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if !yes {
+				return exitcode.Bad("clear empties the learning log (after a backup); run it again with --yes")
+			}
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			p := manifest.PathsFor(root)
+			lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+			n, backup, err := manifest.Clear(p, now())
+			if err != nil {
+				return err
+			}
+			return a.emit(map[string]any{"cleared": n, "backup": backup}, func(w io.Writer) {
+				if backup == "" {
+					fmt.Fprintln(w, "clear: no log to clear")
+					return
+				}
+				fmt.Fprintf(w, "clear: %d lines backed up to %s, log emptied\n", n, backup)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm")
+	return cmd
+}
+
+func newHudCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hud",
+		Short: "One-line summary for a status bar",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, log, err := a.readLog()
+			if err != nil {
+				return err
+			}
+			line := hudLine(log)
+			return a.emit(map[string]string{"hud": line}, func(w io.Writer) { fmt.Fprintln(w, line) })
+		},
+	}
+}
+
+// hudLine counts rendered artifacts by type and the observations needing
+// review: "Learning: 2 workflows, 1 skills, 3 decisions, 1 pitfalls  ⚠ 1 need review".
+func hudLine(log *manifest.Log) string {
+	created := map[string]int{}
+	for _, o := range log.Observations() {
+		if o.Status == manifest.Created {
+			created[o.Type]++
+		}
+	}
+	line := fmt.Sprintf("Learning: %d workflows, %d skills, %d decisions, %d pitfalls",
+		created[manifest.Workflow], created[manifest.Procedural], created[manifest.Decision], created[manifest.Pitfall])
+	if n := len(lifecycle.Review(log.Observations(), now())); n > 0 {
+		line += fmt.Sprintf("  ⚠ %d need review", n)
+	}
+	return line
+}

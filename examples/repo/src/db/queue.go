@@ -1,0 +1,4 @@
+package db
+
+// Queue is a Postgres-backed job queue.
+type Queue struct{}
