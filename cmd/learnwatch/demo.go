@@ -164,4 +164,3 @@ func mustFind(p manifest.Paths, id string) *manifest.Observation {
 	}
 	return &manifest.Observation{ID: id}
 }
-
