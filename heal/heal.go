@@ -83,6 +83,7 @@ type State struct {
 	// Unreadable the ones that exist but could not be read; Refused the
 	// ones outside the root.
 	Files      map[string][]byte
+	Rel        map[string]string // manifest path → relative path
 	Missing    map[string]bool
 	Unreadable map[string]error
 	Refused    map[string]error
@@ -97,7 +98,8 @@ func Load(root string) (*State, error) {
 		return nil, err
 	}
 	st := &State{Root: root, Log: log, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
-		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}}
+		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{}}
+	res := manifest.NewResolver(root)
 	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
 	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
 		return nil, st.ManifestErr
@@ -109,7 +111,7 @@ func Load(root string) (*State, error) {
 	for _, path := range []string{p.Decisions, p.Pitfalls} {
 		rel, _ := filepath.Rel(root, path)
 		rel = filepath.ToSlash(rel)
-		if _, _, err := manifest.Resolve(root, rel); err != nil {
+		if _, _, err := res.Resolve(rel); err != nil {
 			st.Refused[rel] = err
 			continue
 		}
@@ -121,11 +123,12 @@ func Load(root string) (*State, error) {
 		}
 	}
 	for _, e := range st.Manifest.Entries {
-		abs, rel, err := manifest.Resolve(root, e.Path)
+		abs, rel, err := res.Resolve(e.Path)
 		if err != nil {
 			st.Refused[e.Path] = err
 			continue
 		}
+		st.Rel[e.Path] = rel
 		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
 			continue
 		}
@@ -175,7 +178,7 @@ func Plan(st *State, now time.Time) Result {
 			kept = append(kept, e)
 			continue
 		}
-		_, rel, _ := manifest.Resolve(st.Root, e.Path)
+		rel := st.Rel[e.Path]
 		if err, bad := st.Unreadable[rel]; bad {
 			res.Errors++
 			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: cannot read %s: %v (left in place)", e.ObservationID, rel, err))

@@ -47,9 +47,12 @@ type Observation struct {
 	StaleReason     string   `json:"staleReason,omitempty"`
 	SoftCapExceeded bool     `json:"softCapExceeded,omitempty"`
 
-	// keys is the key order of the line as read; extra the unknown fields.
-	keys  []string
-	extra map[string]json.RawMessage
+	// raw is the JSON object as read (immutable): the source of the key
+	// order and of the fields learnwatch does not know. set holds unknown
+	// fields set since, in setOrder.
+	raw      []byte
+	set      map[string]json.RawMessage
+	setOrder []string
 }
 
 // knownKeys are the JSON names of Observation's typed fields, in the order
@@ -68,7 +71,17 @@ var knownKeySet = func() map[string]bool {
 
 // Extra returns the raw value of a field learnwatch does not know.
 func (o *Observation) Extra(key string) (json.RawMessage, bool) {
-	v, ok := o.extra[key]
+	if v, ok := o.set[key]; ok {
+		return v, true
+	}
+	if knownKeySet[key] || o.raw == nil {
+		return nil, false
+	}
+	_, vals, err := objectKeys(o.raw)
+	if err != nil {
+		return nil, false
+	}
+	v, ok := vals[key]
 	return v, ok
 }
 
@@ -77,24 +90,27 @@ func (o *Observation) SetExtra(key string, v json.RawMessage) {
 	if knownKeySet[key] {
 		return
 	}
-	if o.extra == nil {
-		o.extra = map[string]json.RawMessage{}
+	if o.set == nil {
+		o.set = map[string]json.RawMessage{}
 	}
-	if _, ok := o.extra[key]; !ok {
-		o.keys = append(o.keys, key)
+	if _, ok := o.set[key]; !ok {
+		o.setOrder = append(o.setOrder, key)
 	}
-	o.extra[key] = v
+	o.set[key] = append(json.RawMessage(nil), v...)
 }
 
 // Clone returns a deep copy.
 func (o *Observation) Clone() *Observation {
 	c := *o
 	c.Evidence = append([]string(nil), o.Evidence...)
-	c.keys = append([]string(nil), o.keys...)
-	if o.extra != nil {
-		c.extra = make(map[string]json.RawMessage, len(o.extra))
-		for k, v := range o.extra {
-			c.extra[k] = append(json.RawMessage(nil), v...)
+	if o.Evidence == nil {
+		c.Evidence = nil
+	}
+	c.setOrder = append([]string(nil), o.setOrder...)
+	if o.set != nil {
+		c.set = make(map[string]json.RawMessage, len(o.set))
+		for k, v := range o.set {
+			c.set[k] = v
 		}
 	}
 	return &c
@@ -127,36 +143,29 @@ func validType(t string) bool {
 	return false
 }
 
-// UnmarshalJSON decodes the typed fields and keeps every other field raw.
-func (o *Observation) UnmarshalJSON(data []byte) error {
-	type plain Observation
-	var p plain
+type plainObservation Observation
+
+// decode fills o from data, which it keeps (the caller must not modify it).
+func (o *Observation) decode(data []byte) error {
+	var p plainObservation
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	keys, raw, err := objectKeys(data)
-	if err != nil {
-		return err
-	}
 	*o = Observation(p)
-	o.keys = keys
-	o.extra = nil
-	for k, v := range raw {
-		if !knownKeySet[k] {
-			if o.extra == nil {
-				o.extra = map[string]json.RawMessage{}
-			}
-			o.extra[k] = v
-		}
-	}
+	o.raw = data
 	return nil
+}
+
+// UnmarshalJSON decodes the typed fields and keeps the object for the
+// fields learnwatch does not know.
+func (o *Observation) UnmarshalJSON(data []byte) error {
+	return o.decode(append([]byte(nil), data...))
 }
 
 // MarshalJSON writes the fields in the order they were read (new fields
 // after them), unknown fields with their original raw values.
 func (o Observation) MarshalJSON() ([]byte, error) {
-	type plain Observation
-	typed, err := json.Marshal(plain(o))
+	typed, err := json.Marshal(plainObservation(o))
 	if err != nil {
 		return nil, err
 	}
@@ -164,37 +173,46 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	var keys []string
+	var rawVals map[string]json.RawMessage
+	if o.raw != nil {
+		if keys, rawVals, err = objectKeys(o.raw); err != nil {
+			return nil, err
+		}
+	}
 	var buf bytes.Buffer
 	buf.WriteByte('{')
 	seen := map[string]bool{}
-	n := 0
 	write := func(k string, v json.RawMessage) {
-		if n > 0 {
+		if len(seen) > 0 {
 			buf.WriteByte(',')
 		}
-		n++
+		seen[k] = true
 		kb, _ := json.Marshal(k)
 		buf.Write(kb)
 		buf.WriteByte(':')
 		buf.Write(v)
 	}
-	for _, k := range o.keys {
+	for _, k := range keys {
 		if seen[k] {
 			continue
 		}
-		seen[k] = true
 		if v, ok := tv[k]; ok {
 			write(k, v)
-		} else if v, ok := o.extra[k]; ok {
+		} else if v, ok := o.set[k]; ok {
 			write(k, v)
+		} else if !knownKeySet[k] {
+			write(k, rawVals[k])
 		}
 	}
 	for _, k := range knownKeys {
+		if v, ok := tv[k]; ok && !seen[k] {
+			write(k, v)
+		}
+	}
+	for _, k := range o.setOrder {
 		if !seen[k] {
-			if v, ok := tv[k]; ok {
-				seen[k] = true
-				write(k, v)
-			}
+			write(k, o.set[k])
 		}
 	}
 	buf.WriteByte('}')
@@ -249,6 +267,9 @@ type Log struct {
 	Exists bool // the file was there when read
 	// noFinalNewline records a last line without "\n" (kept as found).
 	noFinalNewline bool
+	// byID indexes Find over the first indexed lines.
+	byID    map[string]*Observation
+	indexed int
 }
 
 // MaxLineBytes is the longest log line accepted; longer lines are kept
@@ -293,7 +314,7 @@ func parseLine(raw []byte) *Line {
 		return ln
 	}
 	var o Observation
-	if err := json.Unmarshal(body, &o); err != nil {
+	if err := o.decode(body); err != nil {
 		ln.Err = err
 		return ln
 	}
@@ -328,14 +349,20 @@ func (l *Log) Observations() []*Observation {
 	return out
 }
 
-// Find returns the valid observation with id, or nil.
+// Find returns the first valid observation with id, or nil.
 func (l *Log) Find(id string) *Observation {
-	for _, ln := range l.Lines {
-		if ln.Obs != nil && ln.Invalid == nil && ln.Obs.ID == id {
-			return ln.Obs
+	if l.byID == nil || l.indexed != len(l.Lines) {
+		l.byID = make(map[string]*Observation, len(l.Lines))
+		for _, ln := range l.Lines {
+			if ln.Obs != nil && ln.Invalid == nil {
+				if _, dup := l.byID[ln.Obs.ID]; !dup {
+					l.byID[ln.Obs.ID] = ln.Obs
+				}
+			}
 		}
+		l.indexed = len(l.Lines)
 	}
-	return nil
+	return l.byID[id]
 }
 
 // Append adds a new observation at the end.
@@ -382,13 +409,22 @@ func sameObservation(a, b *Observation) bool {
 // Bytes renders the log: unchanged lines byte for byte, changed and new
 // observations re-encoded with their unknown fields.
 func (l *Log) Bytes() ([]byte, error) {
+	b, _, err := l.encode()
+	return b, err
+}
+
+// encode renders the log and returns, per line, the bytes of its
+// re-encoded observation (nil for lines written verbatim).
+func (l *Log) encode() ([]byte, [][]byte, error) {
 	var buf bytes.Buffer
+	fresh := make([][]byte, len(l.Lines))
 	for i, ln := range l.Lines {
 		if ln.Obs != nil && (ln.orig == nil || !sameObservation(ln.Obs, ln.orig)) {
 			b, err := json.Marshal(ln.Obs)
 			if err != nil {
-				return nil, fmt.Errorf("encode observation %s: %w", ln.Obs.ID, err)
+				return nil, nil, fmt.Errorf("encode observation %s: %w", ln.Obs.ID, err)
 			}
+			fresh[i] = b
 			buf.Write(b)
 		} else {
 			buf.Write(ln.Raw)
@@ -397,20 +433,32 @@ func (l *Log) Bytes() ([]byte, error) {
 			buf.WriteByte('\n')
 		}
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), fresh, nil
 }
 
 // WriteLog atomically replaces path with the log's bytes. Afterwards the
-// log counts as unchanged again.
+// log counts as unchanged again; observation pointers stay valid.
 func WriteLog(path string, l *Log) error {
-	b, err := l.Bytes()
+	b, fresh, err := l.encode()
 	if err != nil {
 		return err
 	}
 	if err := WriteFile(path, b, 0o644); err != nil {
 		return err
 	}
-	fresh := ParseLog(b)
-	l.Lines, l.noFinalNewline, l.Exists = fresh.Lines, fresh.noFinalNewline, true
+	for i, ln := range l.Lines {
+		if fresh[i] == nil {
+			continue
+		}
+		ln.Raw = fresh[i]
+		ln.Obs.raw = fresh[i]
+		ln.Obs.set, ln.Obs.setOrder = nil, nil
+		ln.orig = ln.Obs.Clone()
+		ln.Invalid = ln.Obs.Validate()
+	}
+	if len(b) > 0 && b[len(b)-1] == '\n' {
+		l.noFinalNewline = false
+	}
+	l.Exists = true
 	return nil
 }

@@ -31,80 +31,94 @@ func IsRefused(err error) bool {
 // ("..", absolute elsewhere) or through a symlink in any existing component.
 // The file itself need not exist.
 func Resolve(root, p string) (abs, rel string, err error) {
+	return NewResolver(root).Resolve(p)
+}
+
+// Resolver resolves many paths under one root, caching the directories
+// already found safe.
+type Resolver struct {
+	root     string
+	realRoot string
+	safeDirs map[string]bool
+}
+
+// NewResolver returns a Resolver for root.
+func NewResolver(root string) *Resolver {
+	root = filepath.Clean(root)
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		real = root
+	}
+	return &Resolver{root: root, realRoot: real, safeDirs: map[string]bool{}}
+}
+
+// Resolve is the function Resolve with the resolver's root.
+func (r *Resolver) Resolve(p string) (abs, rel string, err error) {
 	if p == "" {
 		return "", "", &RefusedError{Path: p, Reason: "empty path"}
 	}
 	if strings.ContainsRune(p, 0) {
 		return "", "", &RefusedError{Path: p, Reason: "contains a NUL byte"}
 	}
-	root = filepath.Clean(root)
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
 	} else {
-		abs = filepath.Join(root, filepath.FromSlash(p))
+		abs = filepath.Join(r.root, filepath.FromSlash(p))
 	}
-	r, err := filepath.Rel(root, abs)
-	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+	rl, ok := within(r.root, abs)
+	if !ok && filepath.IsAbs(p) {
 		// An absolute path may name the root through a symlinked prefix
-		// (/tmp vs /private/tmp); compare resolved forms before refusing.
-		if filepath.IsAbs(p) {
-			if rr, ok := relViaSymlinks(root, abs); ok {
-				r = rr
-				abs = filepath.Join(root, rr)
-				goto inside
-			}
+		// (/tmp vs /private/tmp): compare resolved forms.
+		if rd, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			rl, ok = within(r.realRoot, filepath.Join(rd, filepath.Base(abs)))
 		}
+	}
+	if !ok {
 		return "", "", &RefusedError{Path: p, Reason: "outside the repository root"}
 	}
-inside:
-	if err := checkSymlinks(root, r); err != nil {
+	abs = filepath.Join(r.root, rl)
+	if err := r.checkSymlinks(rl); err != nil {
 		return "", "", &RefusedError{Path: p, Reason: err.Error()}
 	}
-	return abs, filepath.ToSlash(r), nil
+	return abs, filepath.ToSlash(rl), nil
 }
 
-// relViaSymlinks compares abs and root after resolving symlinks of both.
-func relViaSymlinks(root, abs string) (string, bool) {
-	rr, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return "", false
-	}
-	dir, base := filepath.Dir(abs), filepath.Base(abs)
-	rd, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return "", false
-	}
-	r, err := filepath.Rel(rr, filepath.Join(rd, base))
+// within returns path relative to root when it lies strictly inside it.
+func within(root, path string) (string, bool) {
+	r, err := filepath.Rel(root, path)
 	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		return "", false
 	}
 	return r, true
 }
 
-// checkSymlinks walks each existing component of rel below root and refuses
-// any symlink whose target leaves the root.
-func checkSymlinks(root, rel string) error {
-	realRoot, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		realRoot = root
-	}
-	cur := root
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+// checkSymlinks walks each existing component of rel below the root and
+// refuses any symlink whose target leaves the root. Directories found safe
+// are remembered.
+func (r *Resolver) checkSymlinks(rel string) error {
+	parts := strings.Split(rel, string(filepath.Separator))
+	cur := r.root
+	for i, part := range parts {
 		cur = filepath.Join(cur, part)
+		last := i == len(parts)-1
+		if !last && r.safeDirs[cur] {
+			continue
+		}
 		fi, err := os.Lstat(cur)
 		if err != nil {
 			return nil // the rest does not exist yet: nothing to follow
 		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			continue
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target, err := filepath.EvalSymlinks(cur)
+			if err != nil {
+				return fmt.Errorf("symlink %s cannot be resolved", cur)
+			}
+			if _, ok := within(r.realRoot, target); !ok && target != r.realRoot {
+				return fmt.Errorf("symlink %s leads outside the repository root", cur)
+			}
 		}
-		target, err := filepath.EvalSymlinks(cur)
-		if err != nil {
-			return fmt.Errorf("symlink %s cannot be resolved", cur)
-		}
-		r, err := filepath.Rel(realRoot, target)
-		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("symlink %s leads outside the repository root", cur)
+		if !last && fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 && !last {
+			r.safeDirs[cur] = true
 		}
 	}
 	return nil
