@@ -5,28 +5,22 @@ import (
 	"github.com/yuin/goldmark/text"
 )
 
-// Fields returns every "- **Key**: value" bullet of one section's text
-// (lowercase keys; the first bullet of each key wins), e.g. "issue" of a
-// pitfall for the dedupe rule.
+// Fields returns the "- **Key**: value" bullets of one entry (typically SectionText of
+// a Section) as a map with lower-case keys; the first bullet of each key wins. Only items
+// of top-level bullet lists count ("-", "*" or "+"; "**Key:** value" and "__Key__: value"
+// are accepted too), up to the second level-1/2 heading; a value that wraps over several
+// lines is joined with single spaces.
 func Fields(section []byte) map[string]string {
 	out := map[string]string{}
 	doc := blockParser.Parse(text.NewReader(section))
-	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
-		l, ok := n.(*ast.List)
-		if !ok || l.IsOrdered() {
-			continue
-		}
-		for it := l.FirstChild(); it != nil; it = it.NextSibling() {
-			first := it.FirstChild()
-			if first == nil || first.Lines().Len() == 0 {
-				continue
-			}
-			if k, v, ok := bulletField(section, first); ok {
-				if _, seen := out[k]; !seen {
-					out[k] = v
-				}
-			}
-		}
+	n := doc.FirstChild()
+	if h, ok := n.(*ast.Heading); ok && h.Level <= 2 {
+		n = n.NextSibling()
 	}
+	eachField(section, n, len(section), func(key, val string) {
+		if _, dup := out[key]; !dup {
+			out[key] = val
+		}
+	})
 	return out
 }
