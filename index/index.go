@@ -118,15 +118,26 @@ func Build(entries []Entry, budget int, minScore float64) Result {
 		text := "Knowledge index: (none)"
 		return Result{Text: text, Entries: []Entry{}, Tokens: Tokens(text), Omitted: omittedBelow}
 	}
-	// Choose entries best first while the whole rendering fits.
+	// Choose entries best first while the whole rendering fits. The size
+	// is tracked incrementally: block headers, lines, the omitted note and
+	// the footer.
+	lines := make([]string, len(keep))
+	for i, e := range keep {
+		lines[i] = Line(e)
+	}
 	var chosen []Entry
-	for _, e := range keep {
-		try := append(append([]Entry(nil), chosen...), e)
-		text := render(try, len(keep)-len(try))
-		if budget > 0 && Tokens(text) > budget && len(chosen) > 0 {
+	perKind := map[string]int{}
+	body := 0 // runes of the entry lines, newline included
+	for i, e := range keep {
+		n := len([]rune(lines[i])) + 1
+		perKind[e.Kind]++
+		size := body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
+		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && len(chosen) > 0 {
+			perKind[e.Kind]--
 			continue // a shorter later line may still fit
 		}
-		chosen = try
+		chosen = append(chosen, e)
+		body += n
 	}
 	omitted := len(keep) - len(chosen)
 	text := render(chosen, omitted)
@@ -135,6 +146,26 @@ func Build(entries []Entry, budget int, minScore float64) Result {
 		text = renderBlocks(chosen, omitted)
 	}
 	return Result{Text: text, Entries: chosen, Tokens: Tokens(text), Omitted: omitted + omittedBelow}
+}
+
+// headersSize is the size of the "Decisions (n):" / "Pitfalls (n):" lines.
+func headersSize(perKind map[string]int) int {
+	n := 0
+	if c := perKind[markdown.ADR]; c > 0 {
+		n += len(fmt.Sprintf("Decisions (%d):\n", c))
+	}
+	if c := perKind[markdown.PF]; c > 0 {
+		n += len(fmt.Sprintf("Pitfalls (%d):\n", c))
+	}
+	return n
+}
+
+// omittedSize is the size of the "(n more entries …)" line.
+func omittedSize(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return len(fmt.Sprintf("(%d more entries left out to fit the budget)\n", n))
 }
 
 func render(chosen []Entry, omitted int) string {

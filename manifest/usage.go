@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,19 +93,23 @@ func (u *Usage) Cites(id string) (int, time.Time) {
 	return n, t
 }
 
-// Encode renders the usage file.
+// Encode renders the usage file: version, entries (sorted by id), then
+// unknown top-level keys.
 func (u *Usage) Encode() ([]byte, error) {
-	top := map[string]any{}
-	for k, v := range u.extra {
-		top[k] = v
+	type plain struct {
+		Version int                                   `json:"version"`
+		Entries map[string]map[string]json.RawMessage `json:"entries"`
 	}
-	top["version"] = u.Version
-	top["entries"] = u.Entries
-	b, err := json.MarshalIndent(top, "", "  ")
+	b, err := mergeExtra(plain{u.Version, u.Entries}, u.extra)
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	var out bytes.Buffer
+	if err := json.Indent(&out, b, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
 }
 
 // WriteUsage atomically replaces path with u.
