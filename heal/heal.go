@@ -50,10 +50,14 @@ type Result struct {
 	Dropped   int `json:"dropped"`
 	Stale     int `json:"stale"`
 	Errors    int `json:"errors"`
+	// Rebuilt counts created observations registered again because the
+	// manifest had lost them (absent or corrupt manifest).
+	Rebuilt int `json:"rebuilt"`
 
-	Deleted   []string `json:"deleted,omitempty"`
-	Edited    []string `json:"edited,omitempty"`
-	HealedIDs []string `json:"healed_ids,omitempty"`
+	Deleted    []string `json:"deleted,omitempty"`
+	Edited     []string `json:"edited,omitempty"`
+	HealedIDs  []string `json:"healed_ids,omitempty"`
+	RebuiltIDs []string `json:"rebuilt_ids,omitempty"`
 	// Kept are the observations whose artifacts were found unchanged.
 	Kept         []string `json:"-"`
 	RefusedPaths []string `json:"refused_paths,omitempty"`
@@ -122,15 +126,15 @@ func Load(root string) (*State, error) {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 	}
-	for _, e := range st.Manifest.Entries {
-		abs, rel, err := res.Resolve(e.Path)
+	read := func(p string) {
+		abs, rel, err := res.Resolve(p)
 		if err != nil {
-			st.Refused[e.Path] = err
-			continue
+			st.Refused[p] = err
+			return
 		}
-		st.Rel[e.Path] = rel
+		st.Rel[p] = rel
 		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
-			continue
+			return
 		}
 		b, err := os.ReadFile(abs)
 		switch {
@@ -146,6 +150,20 @@ func Load(root string) (*State, error) {
 			} else {
 				st.Unreadable[rel] = err
 			}
+		}
+	}
+	registered := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		registered[e.ObservationID] = true
+		read(e.Path)
+	}
+	// Created observations the manifest lost (absent, corrupt, or written
+	// by a tool that dropped them): their artifacts are read so that Plan
+	// can register them again.
+	for _, o := range log.Observations() {
+		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
+			p, _, _ := strings.Cut(o.ArtifactPath, "#")
+			read(p)
 		}
 	}
 	return st, nil
@@ -226,8 +244,54 @@ func Plan(st *State, now time.Time) Result {
 		kept = append(kept, e)
 	}
 	st.Manifest.Entries = kept
+	rebuild(st, sections, claimed, now, &res)
 	heal(st, sections, claimed, now, &res)
 	return res
+}
+
+// rebuild registers again the created observations whose manifest entry is
+// missing while their artifact (file, or knowledge section) is there, with
+// the artifact's current hash. Nothing is penalised here: without an entry
+// there is no record of what was rendered.
+func rebuild(st *State, sections map[string][]markdown.Section, claimed map[string]bool, now time.Time, res *Result) {
+	registered := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		registered[e.ObservationID] = true
+	}
+	for _, o := range st.Log.Observations() {
+		if o.Status != manifest.Created || o.ArtifactPath == "" || registered[o.ID] {
+			continue
+		}
+		p, anchor, _ := strings.Cut(o.ArtifactPath, "#")
+		rel, ok := st.Rel[p]
+		if !ok {
+			continue
+		}
+		e := manifest.Entry{ObservationID: o.ID, Type: o.Type, Path: rel, RenderedAt: now.UTC().Format(time.RFC3339)}
+		if anchor != "" {
+			src, ok := st.Knowledge[rel]
+			if !ok {
+				continue
+			}
+			s, ok := findAnchor(sections[rel], anchor, o.ID)
+			if !ok || claimed[rel+"#"+anchor] || (s.Source != "" && s.Source != o.ID) {
+				continue
+			}
+			e.AnchorID = anchor
+			e.ContentHash = manifest.Hash(markdown.SectionText(src, s))
+			claimed[rel+"#"+anchor] = true
+		} else {
+			b, ok := st.Files[rel]
+			if !ok {
+				continue
+			}
+			e.ContentHash = manifest.Hash(b)
+		}
+		st.Manifest.Entries = append(st.Manifest.Entries, e)
+		registered[o.ID] = true
+		res.Rebuilt++
+		res.RebuiltIDs = append(res.RebuiltIDs, o.ID)
+	}
 }
 
 // findAnchor returns the section with id; with duplicates, the one whose
@@ -407,7 +471,7 @@ func (r Result) Summary() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"stale", r.Stale}, {"errors", r.Errors}} {
+	}{{"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
 		if kv.v > 0 {
 			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
 		}
