@@ -1,0 +1,147 @@
+// Command figures measures learnwatch against baselines in one run and
+// prints a Markdown table for the README, so that ratios stay comparable
+// on noisy machines:
+//
+//	go run ./bench/figures            # default sizes
+//	go run ./bench/figures -scale     # plus the 1k..100k scaling table
+//
+// It builds the binary, generates deterministic fixtures (package fixture,
+// seed 1) in a temp dir and times whole processes, best of -runs.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/learnwatch/learnwatch/fixture"
+)
+
+var (
+	runs  = flag.Int("runs", 5, "timed runs per measurement (the median is reported)")
+	scale = flag.Bool("scale", false, "also measure 1k, 10k, 100k observations")
+	keep  = flag.Bool("keep", false, "keep the temp directory")
+)
+
+func main() {
+	flag.Parse()
+	tmp, err := os.MkdirTemp("", "learnwatch-figures-")
+	check(err)
+	if !*keep {
+		defer os.RemoveAll(tmp)
+	}
+	bin := filepath.Join(tmp, "learnwatch")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/learnwatch")
+	build.Stderr = os.Stderr
+	check(build.Run())
+
+	fmt.Println("| measurement | learnwatch | baseline | ratio |")
+	fmt.Println("|---|---|---|---|")
+	dir := filepath.Join(tmp, "fx10k")
+	check(fixture.Generate(dir, fixture.Spec{Observations: 10000, Artifacts: 2000, Entries: 200, Seed: 1}))
+	rec := timeCmd(bin, "--root", dir, "reconcile")
+	cat := catFiles(tmp, dir)
+	row("reconcile, 10k obs / 2k artifacts / 200 entries", rec, "cat of the same files", cat)
+
+	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+dir+`"}`, bin, "hook", "session-start")
+	bare := timeCmd(bin, "version")
+	row("session-start hook (reconcile + index), same fixture", hook, "bare start (`learnwatch version`)", bare)
+
+	for _, extra := range extraFigures {
+		extra(bin, tmp)
+	}
+
+	if *scale {
+		fmt.Println()
+		fmt.Println("| observations | artifacts | entries | reconcile | peak RSS | cat of the same files |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for _, n := range []int{1000, 10000, 100000} {
+			d := filepath.Join(tmp, fmt.Sprintf("scale%d", n))
+			s := fixture.Spec{Observations: n, Artifacts: n / 5, Entries: min(n/50, 200), Seed: 1}
+			check(fixture.Generate(d, s))
+			t, rss := timeRSS(bin, "--root", d, "reconcile")
+			fmt.Printf("| %d | %d | %d | %s | %d MiB | %s |\n", n, s.Artifacts, s.Entries, ms(t), rss>>20, ms(catFiles(tmp, d)))
+		}
+	}
+}
+
+// extraFigures are measurements other files add (staleness, watcher).
+var extraFigures []func(bin, tmp string)
+
+func row(what string, t time.Duration, base string, b time.Duration) {
+	fmt.Printf("| %s | %s | %s: %s | %.1f× |\n", what, ms(t), base, ms(b), float64(t)/float64(b))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// catFiles times `xargs cat` over every file of dir (the list is written
+// beforehand, so the walk is not timed).
+func catFiles(tmp, dir string) time.Duration {
+	list := filepath.Join(tmp, "files.txt")
+	check(os.WriteFile(list, []byte(strings.Join(allFiles(dir), "\n")+"\n"), 0o644))
+	return timeCmd("sh", "-c", "xargs -d '\\n' -a "+list+" cat > /dev/null")
+}
+
+func allFiles(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func timeCmd(name string, args ...string) time.Duration { return timeCmdStdin("", name, args...) }
+
+// timeCmdStdin runs the command -runs times (after one warm-up) and
+// returns the median wall time.
+func timeCmdStdin(stdin, name string, args ...string) time.Duration {
+	var ts []time.Duration
+	for i := 0; i <= *runs; i++ {
+		c := exec.Command(name, args...)
+		c.Stdin = strings.NewReader(stdin)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		start := time.Now()
+		if err := c.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out.String())
+			os.Exit(1)
+		}
+		if i > 0 {
+			ts = append(ts, time.Since(start))
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[len(ts)/2]
+}
+
+// timeRSS runs the command once and returns its wall time and peak RSS.
+func timeRSS(name string, args ...string) (time.Duration, int64) {
+	c := exec.Command(name, args...)
+	start := time.Now()
+	out, err := c.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out)
+		os.Exit(1)
+	}
+	d := time.Since(start)
+	ru := c.ProcessState.SysUsage().(*syscall.Rusage)
+	return d, ru.Maxrss * 1024
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "figures:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/hooks"
+)
+
+func init() {
+	register(newHookCmd)
+	register(newHooksCmd)
+	register(newCiteCmd)
+	hookSubcommands = append(hookSubcommands, newStopHook)
+}
+
+// hookSubcommands build the subcommands of `learnwatch hook`; files add to
+// it in init. The list is read when the command tree is built (after every
+// init has run), so the order of the files does not matter.
+var hookSubcommands []func(a *app) *cobra.Command
+
+// newHookCmd is `learnwatch hook <name>`: the entry points git and the agent
+// call.
+func newHookCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook <name>",
+		Short: "Hook entry points called by git and the agent (installed by `hooks install`)",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return exitcode.Bad("unknown hook %q (see learnwatch hook --help)", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	for _, f := range hookSubcommands {
+		c.AddCommand(f(a))
+	}
+	return c
+}
+
+// hooksStatus is the status object of `hooks install|uninstall|status`.
+type hooksStatus struct {
+	Git      *hooks.Status       `json:"git,omitempty"`
+	GitError string              `json:"git_error,omitempty"`
+	Claude   *hooks.ClaudeStatus `json:"claude,omitempty"`
+}
+
+func newHooksCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hooks",
+		Short: "Install, remove or inspect learnwatch's git hooks and the agent's hooks",
+		Args:  cobra.NoArgs,
+	}
+	var gitFlag, claude bool
+	flags := func(cmd *cobra.Command, verb string) {
+		cmd.Flags().BoolVar(&gitFlag, "git", true, verb+" the git hooks (pre-commit, post-checkout, post-merge)")
+		cmd.Flags().BoolVar(&claude, "claude", false, verb+" the agent's SessionStart and Stop hooks in .claude/settings.json")
+	}
+	install := &cobra.Command{
+		Use:   "install",
+		Short: "Install the git hooks (and with --claude the agent's hooks); existing hooks are chained, installing twice changes nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.hooksApply(gitFlag, claude, func(root string) (hooks.Status, error) {
+				return hooks.Install(root, hooks.Options{Binary: learnwatchBinary()})
+			}, hooks.InstallClaude)
+		},
+	}
+	flags(install, "install")
+	uninstall := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Remove learnwatch's git hooks, putting back the hooks they chained (and with --claude the agent's hooks)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.hooksApply(gitFlag, claude, hooks.Uninstall, hooks.UninstallClaude)
+		},
+	}
+	flags(uninstall, "remove")
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show which hooks are learnwatch's, chained, someone else's or missing",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, err := a.root()
+			if err != nil {
+				return err
+			}
+			var st hooksStatus
+			if g, err := hooks.Check(root); err != nil {
+				st.GitError = err.Error()
+			} else {
+				st.Git = &g
+			}
+			cs, err := hooks.CheckClaude(root)
+			if err != nil {
+				return hooksErr(err)
+			}
+			st.Claude = &cs
+			return a.emit(st, func(w io.Writer) { printHooksStatus(w, st) })
+		},
+	}
+	c.AddCommand(install, uninstall, status)
+	return c
+}
+
+// hooksApply runs the git part and/or the agent part of install/uninstall
+// and prints the resulting status.
+func (a *app) hooksApply(gitFlag, claude bool, git func(string) (hooks.Status, error), agent func(string) (hooks.ClaudeStatus, error)) error {
+	if !gitFlag && !claude {
+		return exitcode.Bad("nothing to do: --git=false without --claude")
+	}
+	root, err := a.root()
+	if err != nil {
+		return err
+	}
+	var st hooksStatus
+	if gitFlag {
+		g, err := git(root)
+		if err != nil {
+			return hooksErr(err)
+		}
+		st.Git = &g
+	}
+	if claude {
+		cs, err := agent(root)
+		if err != nil {
+			return hooksErr(err)
+		}
+		st.Claude = &cs
+	}
+	return a.emit(st, func(w io.Writer) { printHooksStatus(w, st) })
+}
+
+// hooksErr maps the hooks package's errors to exit codes: a file or
+// repository learnwatch cannot work with is bad input (2), the rest I/O (3).
+func hooksErr(err error) error {
+	var fe *hooks.FileError
+	if errors.As(err, &fe) || errors.Is(err, hooks.ErrNotRepo) || errors.Is(err, hooks.ErrConflict) {
+		return exitcode.Wrap(exitcode.BadInput, err)
+	}
+	return err
+}
+
+func printHooksStatus(w io.Writer, st hooksStatus) {
+	if st.GitError != "" {
+		fmt.Fprintf(w, "git hooks: %s\n", st.GitError)
+	}
+	if st.Git != nil {
+		fmt.Fprintf(w, "git hooks in %s\n", st.Git.Dir)
+		for _, h := range st.Git.Hooks {
+			note := ""
+			switch h.State {
+			case hooks.OursChained:
+				note = " (runs " + filepath.Base(h.Chained) + " first)"
+			case hooks.Foreign:
+				note = " (not learnwatch's; left alone)"
+			}
+			if h.Changed {
+				note += " [changed]"
+			}
+			fmt.Fprintf(w, "  %-14s %s%s\n", h.Name, h.State, note)
+		}
+	}
+	if st.Claude != nil {
+		yes := func(b bool) string {
+			if b {
+				return "installed"
+			}
+			return "missing"
+		}
+		changed := ""
+		if st.Claude.Changed {
+			changed = " [changed]"
+		}
+		fmt.Fprintf(w, "agent hooks in %s%s\n", st.Claude.Settings, changed)
+		fmt.Fprintf(w, "  %-14s %s\n", "SessionStart", yes(st.Claude.SessionStart))
+		fmt.Fprintf(w, "  %-14s %s\n", "Stop", yes(st.Claude.Stop))
+	}
+}
+
+// learnwatchBinary is the absolute path the git hooks call: this binary
+// when it is installed as learnwatch, else learnwatch on PATH, else "" (the
+// hooks then look it up on PATH when they run).
+func learnwatchBinary() string {
+	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "learnwatch" &&
+		!strings.Contains(exe, string(filepath.Separator)+"go-build") { // not `go run`'s temporary binary
+		return exe
+	}
+	if p, err := exec.LookPath("learnwatch"); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			return abs
+		}
+	}
+	return ""
+}
+
+// citeResult is the --json output of cite.
+type citeResult struct {
+	Cited map[string]int `json:"cited"`
+	Total int            `json:"total"`
+}
+
+func newCiteCmd(a *app) *cobra.Command {
+	var transcript, session string
+	c := &cobra.Command{
+		Use:   "cite",
+		Short: "Count ADR-NNN/PF-NNN citations in a transcript (a file, or stdin) into .memory/.knowledge-usage.json",
+		Long: `cite counts the knowledge IDs the assistant cited in a session transcript
+and adds them to .memory/.knowledge-usage.json (cites, last_cited).
+
+In the agent's JSONL transcript only text the assistant wrote counts, once per
+message; any other line counts as plain text. With --transcript the part of
+the file already counted (for --session, or for that file) is skipped, so
+running cite again only counts what was added since. Input on stdin is
+counted in full every time.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if session != "" && transcript == "" {
+				return exitcode.Bad("--session needs --transcript")
+			}
+			root, err := a.root()
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config(root)
+			if err != nil {
+				return err
+			}
+			timeout := cfg.Lock.Timeout.Duration
+			var counts map[string]int
+			if transcript != "" {
+				if fi, err := os.Stat(transcript); err != nil || fi.IsDir() {
+					return exitcode.Bad("--transcript %s: not a readable file", transcript)
+				}
+				counts, err = hooks.RecordTranscript(a.ctx, root, session, transcript, time.Now(), timeout)
+				if err != nil {
+					return hooksErr(err)
+				}
+			} else {
+				counts, err = hooks.Citations(a.stdin)
+				if err != nil {
+					return err
+				}
+				if err := hooks.RecordCitations(a.ctx, root, counts, time.Now(), timeout); err != nil {
+					return hooksErr(err)
+				}
+			}
+			res := citeResult{Cited: counts}
+			for _, n := range counts {
+				res.Total += n
+			}
+			return a.emit(res, func(w io.Writer) {
+				if res.Total == 0 {
+					fmt.Fprintln(w, "no citations")
+					return
+				}
+				ids := make([]string, 0, len(counts))
+				for id := range counts {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				parts := make([]string, len(ids))
+				for i, id := range ids {
+					parts[i] = fmt.Sprintf("%s×%d", id, counts[id])
+				}
+				fmt.Fprintf(w, "recorded %d citations: %s\n", res.Total, strings.Join(parts, ", "))
+			})
+		},
+	}
+	c.Flags().StringVar(&transcript, "transcript", "", "transcript file (default: read stdin)")
+	c.Flags().StringVar(&session, "session", "", "session ID to remember the scan position under (default: the transcript's path)")
+	return c
+}
+
+// newStopHook is `learnwatch hook stop`, the agent's Stop hook: it scans
+// the session's transcript for citations. It prints nothing on stdout and
+// always exits 0.
+func newStopHook(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Agent Stop hook: count the knowledge cited in the session transcript (always exits 0)",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return failOpen(a, "hook stop", func() error {
+				if stdinIsTerminal(a.stdin) {
+					return errors.New("expects the agent's Stop hook JSON on stdin; nothing recorded")
+				}
+				in, err := hooks.ParseStop(a.stdin)
+				if err != nil {
+					return fmt.Errorf("%v; nothing recorded", err)
+				}
+				if in.TranscriptPath == "" {
+					return errors.New("no transcript_path in the hook input; nothing recorded")
+				}
+				root, err := a.hookRoot(in.Cwd)
+				if err != nil {
+					return err
+				}
+				if fi, err := os.Stat(filepath.Join(root, ".memory")); err != nil || !fi.IsDir() {
+					a.log.Debug("no .memory directory; citations not recorded", "root", root)
+					return nil
+				}
+				tr := in.TranscriptPath
+				if !filepath.IsAbs(tr) && in.Cwd != "" {
+					tr = filepath.Join(in.Cwd, tr)
+				}
+				counts, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, time.Now(), a.hookConfig(root).Lock.Timeout.Duration)
+				if err != nil {
+					return err
+				}
+				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", counts)
+				return nil
+			})
+		},
+	}
+}

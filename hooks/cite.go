@@ -1,0 +1,332 @@
+package hooks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// citeRE matches a knowledge ID: ADR-NNN or PF-NNN (three or more digits),
+// as a whole word.
+var citeRE = regexp.MustCompile(`\b(?:ADR|PF)-[0-9]{3,}\b`)
+
+// Citations counts the knowledge IDs (ADR-NNN, PF-NNN) cited in a transcript.
+//
+// What counts: a transcript is read line by line. A line holding a JSON
+// object is a message of the agent's JSONL transcript; only the text the
+// assistant wrote counts — text content blocks (or string content) of a
+// message whose role is "assistant". User prompts, the index learnwatch
+// injects at session start, tool calls, tool results (files the agent read)
+// and thinking are not citations. Any other line (a plain-text transcript)
+// counts as text. An ID counts once per message (once per line of plain
+// text), however often the message repeats it; the parts of one assistant
+// message written as several lines sharing a message id count as one
+// message.
+func Citations(r io.Reader) (map[string]int, error) {
+	counts := map[string]int{}
+	_, err := scan(r, counts, true)
+	return counts, err
+}
+
+// scan counts citations of the lines of r into counts and returns the number
+// of bytes consumed. With partial false a last line without a newline is
+// left unconsumed (the agent may still be writing it).
+func scan(r io.Reader, counts map[string]int, partial bool) (int64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	seen := map[string]bool{} // message id + "\x00" + cited id
+	var n int64
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && (err == nil || partial) {
+			countLine(line, counts, seen)
+			n += int64(len(line))
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("read transcript: %w", err)
+		}
+	}
+}
+
+// transcriptLine is the part of a transcript line the scan reads. Two
+// shapes are understood: the agent's {"type":"assistant","message":{"id",
+// "role","content"}} and a bare {"role","content"} message.
+type transcriptLine struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Message *struct {
+		ID      string          `json:"id"`
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	Content json.RawMessage `json:"content"`
+}
+
+func countLine(line []byte, counts map[string]int, seen map[string]bool) {
+	t := bytes.TrimSpace(line)
+	// Fast path: most lines of a transcript cite nothing.
+	if !bytes.Contains(t, []byte("ADR-")) && !bytes.Contains(t, []byte("PF-")) {
+		return
+	}
+	var m transcriptLine
+	if t[0] != '{' {
+		countText(t, counts)
+		return
+	}
+	if err := json.Unmarshal(t, &m); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) { // not JSON after all: plain text
+			countText(t, counts)
+		}
+		return
+	}
+	role, content, msgID := m.Role, m.Content, ""
+	if m.Message != nil {
+		role, content, msgID = m.Message.Role, m.Message.Content, m.Message.ID
+	}
+	if role == "" && m.Type == "assistant" {
+		role = "assistant"
+	}
+	if role != "assistant" {
+		return
+	}
+	ids := map[string]bool{}
+	for _, text := range texts(content) {
+		for _, id := range citeRE.FindAllString(text, -1) {
+			ids[id] = true
+		}
+	}
+	for id := range ids {
+		if msgID != "" {
+			k := msgID + "\x00" + id
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		counts[id]++
+	}
+}
+
+// countText counts the IDs of one line of plain text, once each.
+func countText(t []byte, counts map[string]int) {
+	ids := map[string]bool{}
+	for _, id := range citeRE.FindAll(t, -1) {
+		ids[string(id)] = true
+	}
+	for id := range ids {
+		counts[id]++
+	}
+}
+
+// texts returns the text of a message content: a string, or the "text" of
+// every block of type "text" in an array.
+func texts(content json.RawMessage) []string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return []string{s}
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return nil
+	}
+	var out []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			out = append(out, b.Text)
+		}
+	}
+	return out
+}
+
+// OffsetsFile remembers, per session, how far each transcript was scanned,
+// relative to the root.
+const OffsetsFile = ".memory/.citation-offsets.json"
+
+// offsetsKeep is how long a session's scan position is remembered after its
+// last scan.
+const offsetsKeep = 30 * 24 * time.Hour
+
+type offsets struct {
+	Version  int                      `json:"version"`
+	Sessions map[string]sessionOffset `json:"sessions"`
+}
+
+type sessionOffset struct {
+	Transcript string `json:"transcript"`
+	Offset     int64  `json:"offset"`
+	ScannedAt  string `json:"scanned_at"`
+}
+
+// RecordCitations adds counts to .memory/.knowledge-usage.json under root:
+// cites += n and last_cited = now for each ID, registering an ID the file
+// does not have yet. Unknown keys and fields are kept. The read-modify-write
+// holds .memory/.learning.lock (waiting up to lockTimeout) and replaces the
+// file atomically. A usage file that is not valid JSON is a *FileError and
+// nothing is written.
+func RecordCitations(ctx context.Context, root string, counts map[string]int, now time.Time, lockTimeout time.Duration) error {
+	if total(counts) == 0 {
+		return nil
+	}
+	p := manifest.PathsFor(root)
+	lock, err := lockMemory(ctx, p, lockTimeout)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	return addCites(p.Usage, counts, now)
+}
+
+// RecordTranscript scans the part of the transcript file not yet scanned for
+// session (a session ID; empty means the transcript's path), records its
+// citations like RecordCitations and remembers how far it got in
+// .memory/.citation-offsets.json, so that the Stop hook, which runs after
+// every turn of the agent, never counts a message twice. Only complete lines
+// are consumed. A transcript shorter than the remembered position was
+// replaced and is scanned from the start. It returns what it counted.
+//
+// The usage file is written before the offsets: a crash in between counts
+// that stretch again on the next scan rather than losing it.
+func RecordTranscript(ctx context.Context, root, session, transcript string, now time.Time, lockTimeout time.Duration) (map[string]int, error) {
+	abs, err := filepath.Abs(transcript)
+	if err != nil {
+		return nil, fmt.Errorf("transcript %s: %w", transcript, err)
+	}
+	if session == "" {
+		session = "file:" + abs
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open transcript: %w", err)
+	}
+	defer f.Close()
+
+	p := manifest.PathsFor(root)
+	lock, err := lockMemory(ctx, p, lockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
+
+	offPath := filepath.Join(root, OffsetsFile)
+	offs, err := readOffsets(offPath)
+	if err != nil {
+		return nil, err
+	}
+	start := int64(0)
+	if o, ok := offs.Sessions[session]; ok && o.Transcript == abs {
+		start = o.Offset
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() < start {
+		start = 0
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("seek transcript %s: %w", abs, err)
+	}
+	counts := map[string]int{}
+	n, err := scan(f, counts, false)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", abs, err)
+	}
+	if err := addCites(p.Usage, counts, now); err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return counts, nil // nothing new: nothing to remember
+	}
+	offs.Sessions[session] = sessionOffset{Transcript: abs, Offset: start + n, ScannedAt: now.UTC().Format(time.RFC3339)}
+	for k, o := range offs.Sessions {
+		if t, err := time.Parse(time.RFC3339, o.ScannedAt); err == nil && now.Sub(t) > offsetsKeep {
+			delete(offs.Sessions, k)
+		}
+	}
+	data, err := marshalIndent(offs)
+	if err != nil {
+		return nil, err
+	}
+	if err := manifest.WriteFile(offPath, data, 0o644); err != nil {
+		return nil, fmt.Errorf("write citation offsets: %w", err)
+	}
+	return counts, nil
+}
+
+func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*manifest.Lock, error) {
+	if err := os.MkdirAll(p.Memory, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", p.Memory, err)
+	}
+	return manifest.AcquireLock(ctx, p.LearningLock, timeout)
+}
+
+func readOffsets(path string) (*offsets, error) {
+	o := &offsets{Version: 1, Sessions: map[string]sessionOffset{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return o, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read citation offsets: %w", err)
+	}
+	if err := json.Unmarshal(data, o); err != nil {
+		return nil, &FileError{Path: path, Err: fmt.Errorf("%w (delete it to scan transcripts from the start)", err)}
+	}
+	if o.Sessions == nil {
+		o.Sessions = map[string]sessionOffset{}
+	}
+	return o, nil
+}
+
+// addCites applies counts to the usage file; the caller holds the lock.
+func addCites(path string, counts map[string]int, now time.Time) error {
+	if total(counts) == 0 {
+		return nil
+	}
+	u, err := manifest.ReadUsage(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return &FileError{Path: path, Err: err}
+	}
+	ids := make([]string, 0, len(counts))
+	for id := range counts {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if n := counts[id]; n > 0 {
+			u.Cite(id, n, now)
+		}
+	}
+	if err := manifest.WriteUsage(path, u); err != nil {
+		return fmt.Errorf("write knowledge usage: %w", err)
+	}
+	return nil
+}
+
+func total(counts map[string]int) int {
+	t := 0
+	for _, n := range counts {
+		if n > 0 {
+			t += n
+		}
+	}
+	return t
+}

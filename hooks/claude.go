@@ -1,0 +1,328 @@
+package hooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// SettingsFile is the agent's project settings file, relative to the root.
+const SettingsFile = ".claude/settings.json"
+
+// agentHook is one hook entry learnwatch adds to the agent's settings.
+type agentHook struct {
+	event   string
+	matcher bool   // whether the event takes a matcher ("" matches all)
+	sub     string // the `learnwatch hook` subcommand
+}
+
+var agentHooks = []agentHook{
+	{event: "SessionStart", matcher: true, sub: "session-start"},
+	{event: "Stop", sub: "stop"},
+}
+
+func (h agentHook) command() string { return "learnwatch hook " + h.sub }
+
+// isOurCommand reports whether a hook command runs `learnwatch hook <sub>`
+// (learnwatch by any path, any spacing).
+func isOurCommand(command, sub string) bool {
+	f := strings.Fields(command)
+	return len(f) == 3 && filepath.Base(f[0]) == "learnwatch" && f[1] == "hook" && f[2] == sub
+}
+
+// ClaudeStatus is the state of learnwatch's entries in the agent's settings.
+type ClaudeStatus struct {
+	Settings     string `json:"settings"`      // path of settings.json
+	SessionStart bool   `json:"session_start"` // the SessionStart entry is there
+	Stop         bool   `json:"stop"`          // the Stop (citation scan) entry is there
+	Changed      bool   `json:"changed,omitempty"`
+}
+
+// settings is a parsed settings.json: the top-level object and its "hooks"
+// object, both keeping their key order.
+type settings struct {
+	path   string
+	exists bool
+	perm   os.FileMode
+	top    *object
+	hooks  *object
+}
+
+func loadSettings(root string) (*settings, error) {
+	path := filepath.Join(root, SettingsFile)
+	s := &settings{path: path, perm: 0o644, top: newObject(), hooks: newObject()}
+	// A symlinked settings file (a dotfiles setup) is edited where it points.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		s.path = real
+	}
+	data, err := os.ReadFile(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read agent settings: %w", err)
+	}
+	s.exists = true
+	if fi, err := os.Stat(s.path); err == nil {
+		s.perm = fi.Mode().Perm()
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return s, nil
+	}
+	top, err := parseObject(data)
+	if err != nil {
+		return nil, &FileError{Path: s.path, Err: err}
+	}
+	s.top = top
+	if raw, ok := top.get("hooks"); ok {
+		h, err := parseObject(raw)
+		if err != nil {
+			return nil, &FileError{Path: s.path, Field: "hooks", Err: err}
+		}
+		s.hooks = h
+	}
+	return s, nil
+}
+
+// groups returns the matcher groups of one hook event.
+func (s *settings) groups(event string) ([]json.RawMessage, error) {
+	raw, ok := s.hooks.get(event)
+	if !ok {
+		return nil, nil
+	}
+	var groups []json.RawMessage
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		return nil, &FileError{Path: s.path, Field: "hooks." + event, Err: errors.New("not an array")}
+	}
+	return groups, nil
+}
+
+// groupHooks returns a matcher group's object and its "hooks" array; ok is
+// false when the group does not have that shape (it is then someone else's,
+// left as it is).
+func groupHooks(raw json.RawMessage) (g *object, list []json.RawMessage, ok bool) {
+	g, err := parseObject(raw)
+	if err != nil {
+		return nil, nil, false
+	}
+	hr, found := g.get("hooks")
+	if !found || json.Unmarshal(hr, &list) != nil {
+		return nil, nil, false
+	}
+	return g, list, true
+}
+
+// isOurEntry reports whether one hook entry runs learnwatch hook <sub>.
+func isOurEntry(raw json.RawMessage, sub string) bool {
+	var e struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(raw, &e) != nil {
+		return false
+	}
+	return (e.Type == "command" || e.Type == "") && isOurCommand(e.Command, sub)
+}
+
+// has reports whether event has our entry in any matcher group.
+func (s *settings) has(h agentHook) (bool, error) {
+	groups, err := s.groups(h.event)
+	if err != nil {
+		return false, err
+	}
+	for _, g := range groups {
+		if _, list, ok := groupHooks(g); ok {
+			for _, e := range list {
+				if isOurEntry(e, h.sub) {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+func (s *settings) status() (ClaudeStatus, error) {
+	st := ClaudeStatus{Settings: s.path}
+	var err error
+	if st.SessionStart, err = s.has(agentHooks[0]); err != nil {
+		return st, err
+	}
+	st.Stop, err = s.has(agentHooks[1])
+	return st, err
+}
+
+// save writes the settings back atomically. When nothing but an empty
+// object is left of a file, the file is removed (and .claude/ if empty).
+func (s *settings) save() error {
+	if s.hooks.len() > 0 {
+		raw, err := marshal(s.hooks)
+		if err != nil {
+			return err
+		}
+		s.top.set("hooks", raw)
+	} else {
+		s.top.del("hooks")
+	}
+	if s.top.len() == 0 {
+		if !s.exists {
+			return nil
+		}
+		if err := os.Remove(s.path); err != nil {
+			return fmt.Errorf("remove empty agent settings: %w", err)
+		}
+		_ = os.Remove(filepath.Dir(s.path)) // only if empty
+		return nil
+	}
+	data, err := marshalIndent(s.top)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", s.path, err)
+	}
+	if err := manifest.WriteFile(s.path, data, s.perm); err != nil {
+		return fmt.Errorf("write agent settings: %w", err)
+	}
+	return nil
+}
+
+// CheckClaude reports whether learnwatch's entries are in the agent's
+// settings under root.
+func CheckClaude(root string) (ClaudeStatus, error) {
+	s, err := loadSettings(root)
+	if err != nil {
+		return ClaudeStatus{Settings: filepath.Join(root, SettingsFile)}, err
+	}
+	return s.status()
+}
+
+// InstallClaude adds learnwatch's SessionStart hook (the session-start
+// reconcile and index) and Stop hook (the citation scan) to
+// root/.claude/settings.json, creating it if needed. Every other key and
+// hook entry is kept. An entry already present, in any matcher group and
+// any formatting, is not added again; then the file is not written at all.
+// A settings file that is not valid JSON is a *FileError and nothing is
+// written.
+func InstallClaude(root string) (ClaudeStatus, error) {
+	s, err := loadSettings(root)
+	if err != nil {
+		return ClaudeStatus{Settings: filepath.Join(root, SettingsFile)}, err
+	}
+	changed := false
+	for _, h := range agentHooks {
+		found, err := s.has(h)
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		if found {
+			continue
+		}
+		groups, _ := s.groups(h.event)
+		g := newObject()
+		if h.matcher {
+			g.set("matcher", json.RawMessage(`""`))
+		}
+		entry, err := marshal(map[string]string{"type": "command", "command": h.command()})
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		list, err := marshal([]json.RawMessage{entry})
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		g.set("hooks", list)
+		graw, err := marshal(g)
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		raw, err := marshal(append(groups, graw))
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		s.hooks.set(h.event, raw)
+		changed = true
+	}
+	if changed {
+		if err := s.save(); err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+	}
+	st, err := s.status()
+	st.Changed = changed
+	return st, err
+}
+
+// UninstallClaude removes learnwatch's entries from the agent's settings,
+// and the matcher groups, event arrays and "hooks" object that leaves
+// empty. Everything else stays. When the file is left as an empty object it
+// is removed.
+func UninstallClaude(root string) (ClaudeStatus, error) {
+	s, err := loadSettings(root)
+	if err != nil {
+		return ClaudeStatus{Settings: filepath.Join(root, SettingsFile)}, err
+	}
+	changed := false
+	for _, h := range agentHooks {
+		groups, err := s.groups(h.event)
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		var keep []json.RawMessage
+		removed := false
+		for _, graw := range groups {
+			g, list, ok := groupHooks(graw)
+			if !ok {
+				keep = append(keep, graw)
+				continue
+			}
+			var rest []json.RawMessage
+			for _, e := range list {
+				if isOurEntry(e, h.sub) {
+					removed = true
+					continue
+				}
+				rest = append(rest, e)
+			}
+			switch {
+			case len(rest) == len(list):
+				keep = append(keep, graw)
+			case len(rest) > 0:
+				raw, err := marshal(rest)
+				if err != nil {
+					return ClaudeStatus{Settings: s.path}, err
+				}
+				g.set("hooks", raw)
+				graw, err = marshal(g)
+				if err != nil {
+					return ClaudeStatus{Settings: s.path}, err
+				}
+				keep = append(keep, graw)
+			}
+		}
+		if !removed {
+			continue
+		}
+		changed = true
+		if len(keep) == 0 {
+			s.hooks.del(h.event)
+			continue
+		}
+		raw, err := marshal(keep)
+		if err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+		s.hooks.set(h.event, raw)
+	}
+	if changed {
+		if err := s.save(); err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+	}
+	st, err := s.status()
+	st.Changed = changed
+	return st, err
+}
