@@ -8,11 +8,13 @@ set -euo pipefail
 
 usage() {
 	cat <<'EOF'
-Usage: install.sh [--hooks] [--uninstall] [--help]
+Usage: install.sh [--demo] [--hooks] [--uninstall] [--help]
 
 Builds learnwatch (go install ./cmd/learnwatch) into $GOBIN, or
 ~/.local/bin when GOBIN is not set.
 
+  --demo       then run `learnwatch demo` on a temp copy of the shipped
+               example (examples/repo), narrated
   --hooks      also install the hooks in the git repository of the current
                directory: `learnwatch hooks install --claude` (git pre-commit,
                post-checkout and post-merge hooks, and the agent's SessionStart
@@ -32,10 +34,12 @@ die() {
 }
 
 hooks=0
+demo=0
 uninstall=0
 for arg in "$@"; do
 	case "$arg" in
 	--hooks) hooks=1 ;;
+	--demo) demo=1 ;;
 	--uninstall) uninstall=1 ;;
 	-h | --help)
 		usage
@@ -110,4 +114,9 @@ esac
 if [ "$hooks" = 1 ]; then
 	say "installing hooks in $(git rev-parse --show-toplevel)"
 	"$bin" hooks install --claude
+fi
+
+if [ "$demo" = 1 ]; then
+	say "running $bin demo"
+	"$bin" demo
 fi
