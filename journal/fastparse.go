@@ -1,0 +1,170 @@
+package journal
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// interner returns one shared string per distinct byte sequence, so that
+// reading 100,000 events allocates once per distinct target, kind, source.
+type interner map[string]string
+
+func (in interner) get(b []byte) string {
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
+// parseEventFast decodes the lines learnwatch itself writes — one flat
+// object, keys among ts/target/kind/value/source/type/reason each at most
+// once, strings without escapes, a plain number — without reflection. For
+// anything else it reports ok=false and the caller uses encoding/json,
+// whose result is the reference (the fuzz test checks they agree).
+func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return l, false
+	}
+	i = skipWS(line, i+1)
+	if i < len(line) && line[i] == '}' {
+		return l, skipWS(line, i+1) == len(line)
+	}
+	var seen uint8
+	for {
+		key, j, ok := rawString(line, i)
+		if !ok {
+			return l, false
+		}
+		i = skipWS(line, j)
+		if i >= len(line) || line[i] != ':' {
+			return l, false
+		}
+		i = skipWS(line, i+1)
+		var bit uint8
+		var dst *string
+		switch string(key) {
+		case "ts":
+			bit, dst = 1, &l.TS
+		case "target":
+			bit, dst = 2, &l.Target
+		case "kind":
+			bit, dst = 4, &l.Kind
+		case "source":
+			bit, dst = 8, &l.Source
+		case "type":
+			bit, dst = 16, &l.Type
+		case "reason":
+			bit, dst = 32, &l.Reason
+		case "value":
+			bit = 64
+		default:
+			return l, false
+		}
+		if seen&bit != 0 {
+			return l, false
+		}
+		seen |= bit
+		if dst != nil {
+			v, j, ok := rawString(line, i)
+			if !ok {
+				return l, false
+			}
+			if bit == 1 {
+				*dst = string(v) // timestamps are all distinct
+			} else {
+				*dst = in.get(v)
+			}
+			i = j
+		} else {
+			j := jsonNumber(line, i)
+			if j < 0 {
+				return l, false
+			}
+			f, err := strconv.ParseFloat(string(line[i:j]), 64)
+			if err != nil {
+				return l, false
+			}
+			l.Value = &f
+			i = j
+		}
+		i = skipWS(line, i)
+		if i < len(line) && line[i] == ',' {
+			i = skipWS(line, i+1)
+			continue
+		}
+		if i < len(line) && line[i] == '}' {
+			return l, skipWS(line, i+1) == len(line)
+		}
+		return l, false
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// rawString returns the contents of the JSON string starting at b[i] when it
+// needs no unescaping: no backslash, no control character, valid UTF-8.
+func rawString(b []byte, i int) (s []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			s = b[i+1 : j]
+			return s, j + 1, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+// jsonNumber returns the end of the JSON number starting at b[i], or -1:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func jsonNumber(b []byte, i int) int {
+	digits := func(i int) int {
+		j := i
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}

@@ -1,0 +1,21 @@
+// Package learn owns the scoring of learnwatch's learning engine (DESIGN.md
+// §6): feedback classification and decay, per-entry weight and maturity,
+// implicit outcome scores, anti-pattern inversion, failure patterns,
+// per-type reliability and policy overlays, validator verdict matching, and
+// the ranking and token budget of the session-start index.
+//
+// Everything here is a pure function over plain data: no I/O, no clock (the
+// current time is always a parameter), and no function modifies its inputs.
+// Storage of the events, outcomes and policy lives in package journal; the
+// command line in cmd/learnwatch.
+//
+// Integration points for the rest of learnwatch:
+//
+//   - reconcile appends Event{Kind: KindDeleted|KindEdited|KindKept, Type: <artifact type>}
+//     (journal.AppendFeedback), then refreshes the policy (journal.RefreshPolicy).
+//   - render asks Held(policy, type, obsID) before rendering a ready observation and
+//     compares confidence with EffectiveThreshold(policy, type, base).
+//   - index / session-start: Fold the events, Rank the candidates, AntiPatterns for the
+//     AVOID block, FitBudget the lines.
+//   - hud / review: CountByLevel, Regressions, StaleOverlays.
+package learn

@@ -1,0 +1,257 @@
+package learn
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Feedback event kinds (the `kind` field of .memory/feedback.jsonl).
+const (
+	KindDeleted       = "deleted"        // artifact or knowledge anchor removed by a person: harmful
+	KindEdited        = "edited"         // artifact edited by a person: neutral
+	KindKept          = "kept"           // artifact survived a session unchanged: helpful
+	KindCited         = "cited"          // entry cited in a session / reinforced by a PASS verdict: helpful
+	KindOutcome       = "outcome"        // entry cited by a recorded run: Value is the implicit score
+	KindFalsePositive = "false_positive" // a validator flagged the entry as a false positive: harmful
+	KindManual        = "manual"         // human override: Value +1 promote, -1 deprecate, 0 reset
+)
+
+// Kinds lists every known kind.
+var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual}
+
+// Manual override values (Event.Value of a KindManual event).
+const (
+	ManualPromote   = 1
+	ManualDeprecate = -1
+	ManualReset     = 0
+)
+
+// HalfLifeDays is the half-life of feedback: value·0.5^(age_days/90).
+const HalfLifeDays = 90.0
+
+// Event is one feedback event, one line of .memory/feedback.jsonl.
+type Event struct {
+	TS     time.Time
+	Target string // obs_… id or ADR-NNN / PF-NNN
+	Kind   string // one of Kinds
+	// Value is the event's magnitude (>0; 0 means 1) for every kind except
+	// outcome, where it is the implicit score 0..1, and manual, where it is
+	// ManualPromote, ManualDeprecate or ManualReset.
+	Value  float64
+	Source string // who produced it: "reconcile", "outcome:<run>", "verdict:<run>", "cli"…
+	Type   string // artifact type of the target (workflow|procedural|decision|pitfall), when known
+	// Reason qualifies the event: for deleted the failure reason
+	// ("deleted", "anchor-lost", "stale", "duplicate"); for outcome the run's
+	// failure type, empty when the run succeeded; for manual the human's reason.
+	Reason string
+}
+
+// Class is how an event counts.
+type Class int
+
+// Event classes.
+const (
+	Neutral Class = iota
+	Helpful
+	Harmful
+	Override // manual events: not feedback
+	Unknown  // a kind this version does not know: ignored
+)
+
+// Classify returns the class and the magnitude an event contributes.
+func Classify(e Event) (Class, float64) {
+	mag := e.Value
+	if !(mag > 0) || math.IsInf(mag, 0) {
+		mag = 1
+	}
+	switch e.Kind {
+	case KindDeleted, KindFalsePositive:
+		return Harmful, mag
+	case KindKept, KindCited:
+		return Helpful, mag
+	case KindEdited:
+		return Neutral, mag
+	case KindOutcome:
+		_, c := classifyScore(e.Value)
+		return c, 1
+	case KindManual:
+		return Override, 0
+	}
+	return Unknown, 0
+}
+
+// OutcomeFailed reports whether an outcome event records a failed run.
+func OutcomeFailed(e Event) bool { return e.Kind == KindOutcome && e.Reason != "" }
+
+// Stats is the folded state of one target. Counts restart at a manual reset.
+type Stats struct {
+	Target string
+	Type   string // last non-empty Event.Type seen
+
+	// Decayed sums (raw sums × Decay).
+	Helpful, Harmful, Neutral float64
+	// Raw (undecayed) event counts since the last reset.
+	HelpfulEvents, HarmfulEvents, NeutralEvents int
+	// Decay is 0.5^(days since LastFeedback / 90): the target's clock.
+	Decay        float64
+	LastFeedback time.Time // newest non-manual event: starts the decay clock
+	LastUse      time.Time // newest cited or outcome event (zero: never used)
+	// Reinforcements counts helpful events since the last reset.
+	Reinforcements int
+	// Outcomes and OutcomeFailures count outcome events (runs citing the entry).
+	Outcomes, OutcomeFailures int
+	// Regression: a false positive arrived after ≥3 reinforcements.
+	Regression bool
+
+	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
+	ManualReason string
+	ManualAt     time.Time
+	ResetAt      time.Time // last manual reset (zero: never)
+
+	// Derived by Fold with Weight and Maturity.
+	Weight     float64
+	Level      Level
+	Multiplier float64
+}
+
+// Events counts the decayed events: helpful + harmful + neutral.
+func (s Stats) Events() float64 { return s.Helpful + s.Harmful + s.Neutral }
+
+// EventCount counts the feedback events since the last reset (undecayed).
+func (s Stats) EventCount() int { return s.HelpfulEvents + s.HarmfulEvents + s.NeutralEvents }
+
+// HarmfulRatio is decayed harmful / decayed events (0 with no events).
+func (s Stats) HarmfulRatio() float64 {
+	if t := s.Events(); t > 0 {
+		return s.Harmful / t
+	}
+	return 0
+}
+
+// DecayFactor is 0.5^(age/90 days); a negative age counts as 0.
+func DecayFactor(age time.Duration) float64 {
+	if age <= 0 {
+		return 1
+	}
+	return math.Pow(0.5, age.Hours()/24/HalfLifeDays)
+}
+
+// Fold folds events (in any order; they are processed by timestamp, ties in
+// input order) into per-target stats as of now.
+//
+// Decay and revalidation: each target has one clock, started by its newest
+// feedback event (any kind but manual). All of the target's events weigh
+// value·0.5^(clock_days/90), so an entry nobody touches fades — 50 % after 90
+// days, 25 % after 180 — and any new feedback resets the clock, revalidating
+// its whole history. Because all events of a target share the clock, the
+// weight (a ratio) is unaffected by decay; maturity (absolute counts) is not.
+//
+// A manual reset discards everything the target had before it.
+func Fold(events []Event, now time.Time) map[string]Stats {
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	if !sort.SliceIsSorted(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) }) {
+		sort.SliceStable(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) })
+	}
+	out := make(map[string]Stats)
+	for _, i := range order {
+		e := events[i]
+		if e.Target == "" {
+			continue
+		}
+		s := out[e.Target]
+		s.Target = e.Target
+		if e.Type != "" {
+			s.Type = e.Type
+		}
+		class, mag := Classify(e)
+		switch class {
+		case Unknown:
+			out[e.Target] = s
+			continue
+		case Override:
+			switch {
+			case e.Value > 0:
+				s.Manual, s.ManualReason, s.ManualAt = LevelProven, e.Reason, e.TS
+			case e.Value < 0:
+				s.Manual, s.ManualReason, s.ManualAt = LevelDeprecated, e.Reason, e.TS
+			default:
+				s = Stats{Target: e.Target, Type: s.Type, ResetAt: e.TS}
+			}
+			out[e.Target] = s
+			continue
+		case Helpful:
+			s.Helpful += mag
+			s.HelpfulEvents++
+			s.Reinforcements++
+		case Harmful:
+			if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
+				s.Regression = true
+			}
+			s.Harmful += mag
+			s.HarmfulEvents++
+		case Neutral:
+			s.Neutral += mag
+			s.NeutralEvents++
+		}
+		if e.TS.After(s.LastFeedback) {
+			s.LastFeedback = e.TS
+		}
+		if (e.Kind == KindCited || e.Kind == KindOutcome) && e.TS.After(s.LastUse) {
+			s.LastUse = e.TS
+		}
+		if e.Kind == KindOutcome {
+			s.Outcomes++
+			if OutcomeFailed(e) {
+				s.OutcomeFailures++
+			}
+		}
+		out[e.Target] = s
+	}
+	for k, s := range out {
+		out[k] = finish(s, now)
+	}
+	return out
+}
+
+// finish applies the decay clock and derives weight and maturity. The sums
+// held in s are raw; the result holds decayed sums.
+func finish(s Stats, now time.Time) Stats {
+	s.Decay = 1
+	if !s.LastFeedback.IsZero() {
+		s.Decay = DecayFactor(now.Sub(s.LastFeedback))
+	}
+	s.Helpful *= s.Decay
+	s.Harmful *= s.Decay
+	s.Neutral *= s.Decay
+	s.Weight = Weight(s)
+	s.Level, s.Multiplier = Maturity(s)
+	return s
+}
+
+// At returns s as it will be at time t if no new feedback arrives (t after
+// the fold time): used for the decay timeline.
+func (s Stats) At(t time.Time) Stats {
+	if s.LastFeedback.IsZero() || s.Decay <= 0 {
+		return s
+	}
+	raw := s
+	raw.Helpful /= s.Decay
+	raw.Harmful /= s.Decay
+	raw.Neutral /= s.Decay
+	return finish(raw, t)
+}
+
+// Weight is max(0.1, helpful/(helpful+harmful)) over decayed sums. With no
+// helpful or harmful evidence (no events, or only neutral ones) it is 1.0:
+// an unproven entry is discounted by its maturity (candidate ×0.5), not twice.
+func Weight(s Stats) float64 {
+	d := s.Helpful + s.Harmful
+	if d <= 0 {
+		return 1
+	}
+	return math.Max(0.1, s.Helpful/d)
+}

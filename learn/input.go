@@ -1,0 +1,314 @@
+package learn
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// FieldError is a validation error naming the offending field.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field, e.Msg) }
+
+var (
+	entryIDRe = regexp.MustCompile(`^(?:ADR-[0-9]+|PF-[0-9]+|obs_[A-Za-z0-9_.:-]+)$`)
+	slugRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+)
+
+// ValidEntryID reports whether id names a knowledge entry (ADR-NNN, PF-NNN)
+// or an observation (obs_…).
+func ValidEntryID(id string) bool { return entryIDRe.MatchString(id) }
+
+// object decodes data as exactly one JSON object into raw fields.
+func object(data []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]json.RawMessage
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	if m == nil {
+		return nil, fmt.Errorf("not a JSON object: null")
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON value (send one object)")
+	}
+	return m, nil
+}
+
+type fields map[string]json.RawMessage
+
+func kindOf(raw json.RawMessage) string {
+	switch t := bytes.TrimSpace(raw); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '"':
+		return "a string"
+	case t[0] == '{':
+		return "an object"
+	case t[0] == '[':
+		return "an array"
+	case t[0] == 't' || t[0] == 'f':
+		return "a boolean"
+	case t[0] == 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+// has reports whether the field is present and not null.
+func (f fields) has(name string) bool {
+	raw, ok := f[name]
+	return ok && kindOf(raw) != "null"
+}
+
+func (f fields) str(name string, required bool) (string, error) {
+	if !f.has(name) {
+		if required {
+			return "", &FieldError{name, "missing (a string is required)"}
+		}
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(f[name], &s); err != nil {
+		return "", &FieldError{name, "must be a string, got " + kindOf(f[name])}
+	}
+	if strings.ContainsAny(s, "\n\r\x00") {
+		return "", &FieldError{name, "must not contain line breaks or NUL"}
+	}
+	if required && strings.TrimSpace(s) == "" {
+		return "", &FieldError{name, "must not be empty"}
+	}
+	return s, nil
+}
+
+func (f fields) boolean(name string) (bool, error) {
+	if !f.has(name) {
+		return false, &FieldError{name, "missing (true or false is required)"}
+	}
+	var b bool
+	if err := json.Unmarshal(f[name], &b); err != nil {
+		return false, &FieldError{name, "must be true or false, got " + kindOf(f[name])}
+	}
+	return b, nil
+}
+
+// number returns the field as a float64 (present reports presence).
+func (f fields) number(name string, required bool, what string) (v float64, present bool, err error) {
+	if !f.has(name) {
+		if required {
+			return 0, false, &FieldError{name, "missing (" + what + " is required)"}
+		}
+		return 0, false, nil
+	}
+	var n json.Number
+	if kindOf(f[name]) != "a number" || json.Unmarshal(f[name], &n) != nil {
+		return 0, false, &FieldError{name, "must be " + what + ", got " + kindOf(f[name])}
+	}
+	v, err = n.Float64()
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, false, &FieldError{name, "must be " + what + ", got " + n.String()}
+	}
+	return v, true, nil
+}
+
+func (f fields) count(name string, required bool, max float64) (int64, bool, error) {
+	v, ok, err := f.number(name, required, "a whole number >= 0")
+	if err != nil || !ok {
+		return 0, ok, err
+	}
+	if v < 0 {
+		return 0, false, &FieldError{name, fmt.Sprintf("must be >= 0, got %s", string(bytes.TrimSpace(f[name])))}
+	}
+	if v != math.Trunc(v) {
+		return 0, false, &FieldError{name, fmt.Sprintf("must be a whole number, got %s", string(bytes.TrimSpace(f[name])))}
+	}
+	if v > max {
+		return 0, false, &FieldError{name, fmt.Sprintf("must be at most %.0f, got %s", max, string(bytes.TrimSpace(f[name])))}
+	}
+	return int64(v), true, nil
+}
+
+func (f fields) ids(name string) ([]string, error) {
+	if !f.has(name) {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(f[name], &raws); err != nil {
+		return nil, &FieldError{name, "must be an array of entry ids, got " + kindOf(f[name])}
+	}
+	out := make([]string, 0, len(raws))
+	for i, r := range raws {
+		field := fmt.Sprintf("%s[%d]", name, i)
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, &FieldError{field, "must be a string, got " + kindOf(r)}
+		}
+		if !ValidEntryID(s) {
+			return nil, &FieldError{field, fmt.Sprintf("%q is not an entry id (ADR-NNN, PF-NNN or obs_…)", s)}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (f fields) texts(name string) ([]string, error) {
+	if !f.has(name) {
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(f[name], &raws); err != nil {
+		return nil, &FieldError{name, "must be an array of strings, got " + kindOf(f[name])}
+	}
+	out := make([]string, 0, len(raws))
+	for i, r := range raws {
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, &FieldError{fmt.Sprintf("%s[%d]", name, i), "must be a string, got " + kindOf(r)}
+		}
+		if strings.TrimSpace(s) == "" {
+			return nil, &FieldError{fmt.Sprintf("%s[%d]", name, i), "must not be empty"}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (f fields) time(name string) (time.Time, error) {
+	s, err := f.str(name, false)
+	if err != nil || s == "" {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, &FieldError{name, fmt.Sprintf("must be an RFC3339 time, got %q", s)}
+	}
+	return t, nil
+}
+
+// DecodeOutcome parses and validates one run outcome:
+//
+//	{"run_id": string (required), "success": bool (required),
+//	 "duration_ms": whole number ≥0 (required), "retry_count": whole number ≥0 (required),
+//	 "error_count": whole number ≥0 (optional: the run's unresolved errors),
+//	 "quality": number 0..1 (optional), "cited": [entry ids] (optional),
+//	 "failure_type": slug (optional), "strategy": string (optional),
+//	 "ts": RFC3339 (optional: when the run ended)}
+//
+// Unknown fields are ignored. The error is a *FieldError for a bad field.
+func DecodeOutcome(data []byte) (Outcome, error) {
+	m, err := object(data)
+	if err != nil {
+		return Outcome{}, err
+	}
+	f := fields(m)
+	var o Outcome
+	if o.RunID, err = f.str("run_id", true); err != nil {
+		return Outcome{}, err
+	}
+	if o.Success, err = f.boolean("success"); err != nil {
+		return Outcome{}, err
+	}
+	if o.DurationMS, _, err = f.count("duration_ms", true, math.MaxInt32*1000.0); err != nil {
+		return Outcome{}, err
+	}
+	n, set, err := f.count("error_count", false, 1e9)
+	if err != nil {
+		return Outcome{}, err
+	}
+	o.ErrorCount, o.ErrorCountSet = int(n), set
+	if n, _, err = f.count("retry_count", true, 1e9); err != nil {
+		return Outcome{}, err
+	}
+	o.RetryCount = int(n)
+	if o.Quality, o.QualitySet, err = f.number("quality", false, "a number from 0 to 1"); err != nil {
+		return Outcome{}, err
+	}
+	if o.QualitySet && (o.Quality < 0 || o.Quality > 1) {
+		return Outcome{}, &FieldError{"quality", fmt.Sprintf("must be from 0 to 1, got %s", bytes.TrimSpace(f["quality"]))}
+	}
+	if o.Cited, err = f.ids("cited"); err != nil {
+		return Outcome{}, err
+	}
+	if o.FailureType, err = f.str("failure_type", false); err != nil {
+		return Outcome{}, err
+	}
+	if o.FailureType != "" && !slugRe.MatchString(o.FailureType) {
+		return Outcome{}, &FieldError{"failure_type", fmt.Sprintf("must be a lowercase word such as timeout or tool_failure, got %q", o.FailureType)}
+	}
+	if o.Strategy, err = f.str("strategy", false); err != nil {
+		return Outcome{}, err
+	}
+	if o.TS, err = f.time("ts"); err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
+}
+
+// Verdict is a validator's verdict on a run (issue 6 item 9).
+type Verdict struct {
+	TS             time.Time
+	RunID          string
+	Pass           bool
+	Role           string
+	EvidenceLevel  int // 1 execution output, 2 file:line citation, 3 reasoning only
+	FalsePositives []string
+	Cited          []string
+}
+
+// DecodeVerdict parses and validates
+//
+//	{"run_id": string, "verdict": "PASS"|"FAIL", "role": string (optional),
+//	 "evidence_level": 1|2|3, "false_positives": [text…] (optional),
+//	 "cited": [entry ids] (optional), "ts": RFC3339 (optional)}
+func DecodeVerdict(data []byte) (Verdict, error) {
+	m, err := object(data)
+	if err != nil {
+		return Verdict{}, err
+	}
+	f := fields(m)
+	var v Verdict
+	if v.RunID, err = f.str("run_id", true); err != nil {
+		return Verdict{}, err
+	}
+	s, err := f.str("verdict", true)
+	if err != nil {
+		return Verdict{}, err
+	}
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "PASS":
+		v.Pass = true
+	case "FAIL":
+	default:
+		return Verdict{}, &FieldError{"verdict", fmt.Sprintf("must be PASS or FAIL, got %q", s)}
+	}
+	if v.Role, err = f.str("role", false); err != nil {
+		return Verdict{}, err
+	}
+	lvl, _, err := f.count("evidence_level", true, 3)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if lvl < 1 {
+		return Verdict{}, &FieldError{"evidence_level", "must be 1, 2 or 3, got 0"}
+	}
+	v.EvidenceLevel = int(lvl)
+	if v.FalsePositives, err = f.texts("false_positives"); err != nil {
+		return Verdict{}, err
+	}
+	if v.Cited, err = f.ids("cited"); err != nil {
+		return Verdict{}, err
+	}
+	if v.TS, err = f.time("ts"); err != nil {
+		return Verdict{}, err
+	}
+	return v, nil
+}

@@ -1,0 +1,217 @@
+package learn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Policy is the adaptive render policy (.memory/learning-policy.json).
+type Policy struct {
+	// Overlays by artifact type.
+	Overlays map[string]Overlay `json:"overlays"`
+	// Approvals are observation ids a human let through a held type.
+	Approvals []string `json:"approvals"`
+	// Resets records when a human last reset a type: tallies only count
+	// events after it, so a reset overlay does not come straight back.
+	Resets map[string]time.Time `json:"resets"`
+}
+
+// Overlay tightens the rendering of one artifact type.
+type Overlay struct {
+	ThresholdMultiplier float64 `json:"threshold_multiplier"`
+	RequiresApproval    bool    `json:"requires_approval"`
+	Reason              string  `json:"reason"`
+	// Reliability is the type's reliability at the last refresh.
+	Reliability float64 `json:"reliability"`
+	// UpdatedAt is when the overlay last changed (tightened).
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Overlay rules (DESIGN.md §6).
+const (
+	OverlayMinSamples  = 3    // a type needs this many successes+failures before an overlay
+	LowReliability     = 0.7  // below: threshold ×1.4
+	HighReliability    = 0.9  // above: threshold ×0.9
+	ApprovalBelow      = 0.75 // below: render waits for approve
+	ApprovalFailures   = 3    // this many failures of one reason: render waits for approve
+	TightenMultiplier  = 1.4
+	RelaxMultiplier    = 0.9
+	ThresholdCap       = 0.95
+	StaleOverlayMaxAge = 30 * 24 * time.Hour
+)
+
+// Types are the artifact types.
+var Types = []string{"workflow", "procedural", "decision", "pitfall"}
+
+// Clone returns a deep copy of p.
+func (p Policy) Clone() Policy {
+	q := Policy{Approvals: slices.Clone(p.Approvals)}
+	if p.Overlays != nil {
+		q.Overlays = make(map[string]Overlay, len(p.Overlays))
+		for k, v := range p.Overlays {
+			q.Overlays[k] = v
+		}
+	}
+	if p.Resets != nil {
+		q.Resets = make(map[string]time.Time, len(p.Resets))
+		for k, v := range p.Resets {
+			q.Resets[k] = v
+		}
+	}
+	return q
+}
+
+// Overlays recomputes the overlays from per-type tallies (built with
+// Tally(events, prev.Resets)) and returns the new policy; prev is not
+// modified. A type with fewer than 3 samples gets nothing new. For the rest:
+//
+//	multiplier = 1.4 if reliability < 0.7, 0.9 if > 0.9, else 1.0
+//	requires_approval = reliability < 0.75 or ≥3 failures of one reason
+//
+// Overlays only tighten: an existing overlay's multiplier never goes down and
+// requires_approval never goes from true to false — only ResetType (a human)
+// relaxes. A type without an overlay whose computed multiplier is 1.0 and
+// that needs no approval gets none. UpdatedAt and Reason change only when the
+// multiplier or requires_approval change; Reliability is refreshed always.
+func Overlays(prev Policy, tallies map[string]TypeStats, now time.Time) Policy {
+	next := prev.Clone()
+	types := make([]string, 0, len(tallies))
+	for t := range tallies {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	for _, typ := range types {
+		t := tallies[typ]
+		if t.Total() < OverlayMinSamples {
+			continue
+		}
+		r := Reliability(t)
+		m := 1.0
+		switch {
+		case r < LowReliability-eps:
+			m = TightenMultiplier
+		case r > HighReliability+eps:
+			m = RelaxMultiplier
+		}
+		worst, worstN := worstReason(t.FailureReasons)
+		req := r < ApprovalBelow-eps || worstN >= ApprovalFailures
+		old, had := next.Overlays[typ]
+		if had {
+			m = math.Max(old.ThresholdMultiplier, m)
+			req = req || old.RequiresApproval
+		} else if m == 1 && !req {
+			continue
+		}
+		o := old
+		o.Reliability = round4(r)
+		if !had || m != old.ThresholdMultiplier || req != old.RequiresApproval {
+			o.ThresholdMultiplier, o.RequiresApproval, o.UpdatedAt = m, req, now
+			o.Reason = overlayReason(typ, t, r, worst, worstN)
+		}
+		if next.Overlays == nil {
+			next.Overlays = map[string]Overlay{}
+		}
+		next.Overlays[typ] = o
+	}
+	return next
+}
+
+func worstReason(m map[string]int) (string, int) {
+	best, n := "", 0
+	for k, v := range m {
+		if v > n || (v == n && k < best) {
+			best, n = k, v
+		}
+	}
+	return best, n
+}
+
+func overlayReason(typ string, t TypeStats, r float64, worst string, worstN int) string {
+	s := fmt.Sprintf("reliability %.2f (%d/%d succeeded)", r, t.Successes, t.Total())
+	if worstN > 0 {
+		s += fmt.Sprintf("; %s::%s ×%d", typ, worst, worstN)
+	}
+	return s
+}
+
+func round4(x float64) float64 { return math.Round(x*10000) / 10000 }
+
+// EffectiveThreshold is the promote threshold of typ under p: base ×
+// multiplier, capped at 0.95 (a base already above the cap is left as is).
+func EffectiveThreshold(p Policy, typ string, base float64) float64 {
+	o, ok := p.Overlays[typ]
+	if !ok || o.ThresholdMultiplier <= 0 {
+		return base
+	}
+	v := base * o.ThresholdMultiplier
+	if v > ThresholdCap {
+		v = math.Max(base, ThresholdCap)
+	}
+	return math.Round(v*10000) / 10000
+}
+
+// Held reports whether render must hold a ready observation of typ: its
+// type's overlay requires approval and obsID has not been approved.
+func Held(p Policy, typ, obsID string) bool {
+	o, ok := p.Overlays[typ]
+	return ok && o.RequiresApproval && !slices.Contains(p.Approvals, obsID)
+}
+
+// Approve returns p with obsID approved (idempotent, approvals sorted).
+func Approve(p Policy, obsID string) Policy {
+	q := p.Clone()
+	if !slices.Contains(q.Approvals, obsID) {
+		q.Approvals = append(q.Approvals, obsID)
+		sort.Strings(q.Approvals)
+	}
+	return q
+}
+
+// ResetType returns p without typ's overlay and with typ's reset time set
+// to now, so that tallies start afresh from now.
+func ResetType(p Policy, typ string, now time.Time) Policy {
+	q := p.Clone()
+	delete(q.Overlays, typ)
+	if q.Resets == nil {
+		q.Resets = map[string]time.Time{}
+	}
+	q.Resets[typ] = now
+	return q
+}
+
+// StaleOverlays returns the types whose overlay has not changed for more
+// than 30 days (review warns about them), sorted.
+func StaleOverlays(p Policy, now time.Time) []string {
+	var out []string
+	for typ, o := range p.Overlays {
+		if !o.UpdatedAt.IsZero() && now.Sub(o.UpdatedAt) > StaleOverlayMaxAge {
+			out = append(out, typ)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsType reports whether s is an artifact type.
+func IsType(s string) bool { return slices.Contains(Types, s) }
+
+// TypeOf returns the artifact type of an entry id: from entries when listed
+// there, else decision for ADR-…, pitfall for PF-…, else "".
+func TypeOf(id string, entries []Candidate) string {
+	for _, c := range entries {
+		if c.ID == id && c.Type != "" {
+			return c.Type
+		}
+	}
+	switch {
+	case strings.HasPrefix(id, "ADR-"):
+		return "decision"
+	case strings.HasPrefix(id, "PF-"):
+		return "pitfall"
+	}
+	return ""
+}

@@ -1,0 +1,220 @@
+package learn
+
+import (
+	"math"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Candidate is an entry the index may show, filled by the caller from the
+// knowledge files and the log.
+type Candidate struct {
+	ID     string   `json:"id"`               // ADR-001, PF-002, obs_…
+	Type   string   `json:"type,omitempty"`   // workflow|procedural|decision|pitfall
+	Title  string   `json:"title,omitempty"`  // heading title or pattern
+	Status string   `json:"status,omitempty"` // as written (Accepted, Active, ready, created…)
+	Area   string   `json:"area,omitempty"`   // the Area bullet of a pitfall, if any
+	Refs   []string `json:"refs,omitempty"`   // repo paths the entry references (":LINE" allowed)
+	// BaseScore is the entry's own confidence before learning: the
+	// observation's confidence, or 1.0 for a human-written entry.
+	BaseScore float64   `json:"base_score"`
+	Pattern   string    `json:"pattern,omitempty"` // the observation's pattern (anti-pattern text)
+	Text      string    `json:"-"`                 // the entry's full text (false-positive matching)
+	Created   time.Time `json:"created,omitzero"`  // zero when unknown
+}
+
+// Ranked is a candidate with its score and the factors that made it.
+type Ranked struct {
+	Candidate
+	Score        float64 `json:"score"`
+	Weight       float64 `json:"weight"`
+	Level        Level   `json:"level"`
+	Multiplier   float64 `json:"multiplier"`
+	Recency      float64 `json:"recency"`
+	Boost        float64 `json:"boost"`
+	DaysSinceUse float64 `json:"days_since_use"`
+}
+
+// Ranking constants (DESIGN.md §6).
+const (
+	RecencyDays        = 14.0 // exp(−days_since_use/14)
+	ReinforcedNoDecay  = 3    // reinforcements after which recency no longer decays
+	ContextBoost       = 1.2
+	MinScore           = 0.1
+	CharsPerToken      = 4
+	DefaultBudgetToken = 800
+)
+
+// Rank scores candidates and returns those scoring ≥0.1, best first (ties by
+// ID):
+//
+//	score = BaseScore × Weight × maturity multiplier × recency × boost
+//
+// Weight and maturity come from the target's stats (an entry without stats
+// is a candidate, weight 1). recency = exp(−days_since_use/14), where
+// days_since_use counts from the last cited/outcome event, else from
+// Created; unknown (no use, no Created) counts as 0 days. An entry
+// reinforced (helpful events) ≥3 times has recency 1. boost is 1.2 when the
+// entry's Area or Refs overlap changedFiles (see Overlaps), else 1.
+func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFiles []string) []Ranked {
+	changed := normalisePaths(changedFiles)
+	out := make([]Ranked, 0, len(entries))
+	for _, c := range entries {
+		s, ok := stats[c.ID]
+		if !ok {
+			s = finish(Stats{Target: c.ID}, now)
+		}
+		r := Ranked{Candidate: c, Weight: s.Weight, Level: s.Level, Multiplier: s.Multiplier, Recency: 1, Boost: 1}
+		since := s.LastUse
+		if since.IsZero() {
+			since = c.Created
+		}
+		if !since.IsZero() {
+			r.DaysSinceUse = math.Max(0, now.Sub(since).Hours()/24)
+		}
+		if s.Reinforcements < ReinforcedNoDecay {
+			r.Recency = math.Exp(-r.DaysSinceUse / RecencyDays)
+		}
+		if overlaps(c, changed) {
+			r.Boost = ContextBoost
+		}
+		r.Score = c.BaseScore * r.Weight * r.Multiplier * r.Recency * r.Boost
+		if r.Score < MinScore-eps {
+			continue
+		}
+		r.Score = round4(r.Score)
+		r.DaysSinceUse = math.Round(r.DaysSinceUse*10) / 10
+		r.Recency = round4(r.Recency)
+		out = append(out, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Overlaps reports whether a candidate's Refs or Area touch any of the
+// changed files (repo-relative, "/" separated). A ref matches a file when,
+// without ":LINE" and "./", it equals it or one is a directory of the other.
+// The Area matches when one of its words (split on spaces, commas,
+// semicolons) matches the same way or equals a directory name or the file
+// name without extension of a changed file, ignoring case.
+func Overlaps(c Candidate, changedFiles []string) bool {
+	return overlaps(c, normalisePaths(changedFiles))
+}
+
+func overlaps(c Candidate, changed []string) bool {
+	if len(changed) == 0 {
+		return false
+	}
+	for _, ref := range c.Refs {
+		r := normalisePath(ref)
+		for _, f := range changed {
+			if pathMatch(r, f) {
+				return true
+			}
+		}
+	}
+	for _, w := range strings.FieldsFunc(strings.ToLower(c.Area), func(r rune) bool {
+		return r == ' ' || r == ',' || r == ';' || r == '\t' || r == '(' || r == ')'
+	}) {
+		w = normalisePath(strings.Trim(w, "`'\"."))
+		if len(w) < 2 {
+			continue
+		}
+		for _, f := range changed {
+			if pathMatch(w, strings.ToLower(f)) || segmentMatch(w, strings.ToLower(f)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func normalisePaths(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if n := normalisePath(p); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func normalisePath(p string) string {
+	p = strings.TrimSpace(p)
+	if i := strings.LastIndexByte(p, ':'); i > 0 && isDigits(p[i+1:]) {
+		p = p[:i]
+	}
+	p = strings.ReplaceAll(p, "\\", "/")
+	for strings.HasPrefix(p, "./") {
+		p = p[2:]
+	}
+	return strings.TrimSuffix(p, "/")
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func pathMatch(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	return a == b || strings.HasPrefix(b, a+"/") || strings.HasPrefix(a, b+"/")
+}
+
+func segmentMatch(word, file string) bool {
+	if strings.Contains(word, "/") {
+		return false
+	}
+	segs := strings.Split(file, "/")
+	last := segs[len(segs)-1]
+	segs[len(segs)-1] = strings.TrimSuffix(last, path.Ext(last))
+	for _, s := range segs {
+		if s == word {
+			return true
+		}
+	}
+	return false
+}
+
+// Tokens estimates the tokens of text at 4 characters a token, rounded up.
+func Tokens(text string) int {
+	n := utf8.RuneCountInString(text)
+	return (n + CharsPerToken - 1) / CharsPerToken
+}
+
+// FitBudget keeps the longest prefix of lines (best first) whose text,
+// joined with newlines, fits budgetTokens (Tokens). Lines are never cut. The
+// best line is always kept, even when it alone exceeds the budget — the one
+// case where the result is over budget. dropped counts the lines left out.
+func FitBudget(lines []string, budgetTokens int) (kept []string, dropped int) {
+	chars := 0
+	for i, l := range lines {
+		n := utf8.RuneCountInString(l)
+		if i > 0 {
+			n++ // the newline before it
+		}
+		if i > 0 && (chars+n+CharsPerToken-1)/CharsPerToken > budgetTokens {
+			return kept, len(lines) - i
+		}
+		chars += n
+		kept = append(kept, l)
+	}
+	return kept, 0
+}
