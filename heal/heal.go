@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
@@ -65,6 +66,11 @@ type Result struct {
 	// a corrupt manifest that was set aside).
 	Problems []string `json:"problems,omitempty"`
 	Rendered []string `json:"rendered,omitempty"`
+	// Events are the learning signals of this reconcile (DESIGN.md §6):
+	// deleted (harmful), edited (neutral) and kept (helpful) per artifact,
+	// targeting the ADR/PF id for knowledge entries and the observation id
+	// otherwise. The caller appends them to the feedback journal.
+	Events []learn.Event `json:"-"`
 	// Wrote lists the absolute paths this run wrote.
 	Wrote []string `json:"-"`
 }
@@ -229,11 +235,17 @@ func Plan(st *State, now time.Time) Result {
 			}
 			res.Deletions++
 			res.Deleted = append(res.Deleted, o.ID)
+			reason := "deleted"
+			if _, ok := st.Knowledge[rel]; ok && e.AnchorID != "" {
+				reason = "anchor-lost"
+			}
+			res.Events = append(res.Events, signal(e, o, learn.KindDeleted, reason, now))
 			continue
 		}
 		if manifest.Unchanged(e.ContentHash, current, legacy) {
 			res.Unchanged++
 			res.Kept = append(res.Kept, o.ID)
+			res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
 			kept = append(kept, e)
 			continue
 		}
@@ -241,6 +253,7 @@ func Plan(st *State, now time.Time) Result {
 		e.Path = rel
 		res.Edits++
 		res.Edited = append(res.Edited, o.ID)
+		res.Events = append(res.Events, signal(e, o, learn.KindEdited, "", now))
 		kept = append(kept, e)
 	}
 	st.Manifest.Entries = kept
@@ -294,6 +307,15 @@ func rebuild(st *State, sections map[string][]markdown.Section, claimed map[stri
 	}
 }
 
+// signal is one feedback event about a manifest entry's artifact.
+func signal(e manifest.Entry, o *manifest.Observation, kind, reason string, now time.Time) learn.Event {
+	target := o.ID
+	if e.AnchorID != "" {
+		target = e.AnchorID
+	}
+	return learn.Event{TS: now, Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: o.Type, Reason: reason}
+}
+
 // findAnchor returns the section with id; with duplicates, the one whose
 // Source names the observation, else the first.
 func findAnchor(secs []markdown.Section, id, obsID string) (markdown.Section, bool) {
@@ -334,10 +356,12 @@ func heal(st *State, sections map[string][]markdown.Section, claimed map[string]
 			if s.Kind == markdown.PF {
 				typ = manifest.Pitfall
 			}
-			title := lifecycle.Normalize(s.Title)
+			// The heading holds the pattern on one line (whitespace runs
+			// collapsed), so compare with whitespace runs collapsed.
+			title := headingKey(s.Title)
 			var match []*manifest.Observation
 			for _, o := range st.Log.Observations() {
-				if o.Type == typ && o.Status == manifest.Ready && !registered[o.ID] && lifecycle.Normalize(o.Pattern) == title {
+				if o.Type == typ && o.Status == manifest.Ready && !registered[o.ID] && headingKey(o.Pattern) == title {
 					match = append(match, o)
 				}
 			}
@@ -359,6 +383,11 @@ func heal(st *State, sections map[string][]markdown.Section, claimed map[string]
 		}
 	}
 }
+
+// headingKey is the normalised pattern (DESIGN.md §2) with runs of spaces
+// collapsed: render writes "## ADR-NNN: <pattern on one line>", so a pattern
+// with a newline or double spaces must still match its own heading.
+func headingKey(s string) string { return strings.Join(strings.Fields(lifecycle.Normalize(s)), " ") }
 
 func sortedKeys(m map[string][]byte) []string {
 	keys := make([]string, 0, len(m))

@@ -68,8 +68,10 @@ func Load(root string) ([]Entry, error) {
 type Result struct {
 	Text    string  `json:"-"`
 	Entries []Entry `json:"entries"`
-	Tokens  int     `json:"tokens"`
-	Omitted int     `json:"omitted"`
+	// Avoid are the anti-pattern lines shown ("AVOID: …").
+	Avoid   []string `json:"avoid,omitempty"`
+	Tokens  int      `json:"tokens"`
+	Omitted int      `json:"omitted"`
 }
 
 // Tokens estimates the tokens of s (4 characters a token, rounded up).
@@ -99,8 +101,9 @@ const Footer = "Full entries: .memory/knowledge/decisions.md, .memory/knowledge/
 // Build renders entries (already scored) into the index, best score first,
 // fitting budget tokens (0: no limit) on whole lines. Entries scoring below
 // minScore are left out. The best entry is always shown, even when it alone
-// exceeds the budget.
-func Build(entries []Entry, budget int, minScore float64) Result {
+// exceeds the budget. avoid are anti-pattern lines ("AVOID: …"): they come
+// first, in an "Anti-patterns (n):" block, as far as the budget allows.
+func Build(entries []Entry, avoid []string, budget int, minScore float64) Result {
 	var keep []Entry
 	for _, e := range entries {
 		if e.Score >= minScore {
@@ -114,9 +117,23 @@ func Build(entries []Entry, budget int, minScore float64) Result {
 		return keep[i].Order > keep[j].Order // newer first on ties
 	})
 	omittedBelow := len(entries) - len(keep)
-	if len(keep) == 0 {
+	if len(keep) == 0 && len(avoid) == 0 {
 		text := "Knowledge index: (none)"
 		return Result{Text: text, Entries: []Entry{}, Tokens: Tokens(text), Omitted: omittedBelow}
+	}
+	// Anti-patterns first, as many as fit in half the budget.
+	var avoidShown []string
+	avoidSize := 0
+	for _, l := range avoid {
+		n := len([]rune("- "+l)) + 1
+		if budget > 0 && (avoidSize+n+len("Anti-patterns (00):\n"))/CharsPerToken > budget/2 && len(avoidShown) > 0 {
+			break
+		}
+		avoidShown = append(avoidShown, l)
+		avoidSize += n
+	}
+	if len(avoidShown) > 0 {
+		avoidSize += len(fmt.Sprintf("Anti-patterns (%d):\n", len(avoidShown)))
 	}
 	// Choose entries best first while the whole rendering fits. The size
 	// is tracked incrementally: block headers, lines, the omitted note and
@@ -131,8 +148,8 @@ func Build(entries []Entry, budget int, minScore float64) Result {
 	for i, e := range keep {
 		n := len([]rune(lines[i])) + 1
 		perKind[e.Kind]++
-		size := body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
-		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && len(chosen) > 0 {
+		size := avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
+		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && (len(chosen) > 0 || len(avoidShown) > 0) {
 			perKind[e.Kind]--
 			continue // a shorter later line may still fit
 		}
@@ -140,12 +157,15 @@ func Build(entries []Entry, budget int, minScore float64) Result {
 		body += n
 	}
 	omitted := len(keep) - len(chosen)
-	text := render(chosen, omitted)
+	text := render(avoidShown, chosen, omitted)
 	if budget > 0 && Tokens(text) > budget {
 		// Drop the footer before the best entry.
-		text = renderBlocks(chosen, omitted)
+		text = renderBlocks(avoidShown, chosen, omitted)
 	}
-	return Result{Text: text, Entries: chosen, Tokens: Tokens(text), Omitted: omitted + omittedBelow}
+	if chosen == nil {
+		chosen = []Entry{}
+	}
+	return Result{Text: text, Entries: chosen, Avoid: avoidShown, Tokens: Tokens(text), Omitted: omitted + omittedBelow}
 }
 
 // headersSize is the size of the "Decisions (n):" / "Pitfalls (n):" lines.
@@ -168,14 +188,20 @@ func omittedSize(n int) int {
 	return len(fmt.Sprintf("(%d more entries left out to fit the budget)\n", n))
 }
 
-func render(chosen []Entry, omitted int) string {
-	return renderBlocks(chosen, omitted) + "\n" + Footer
+func render(avoid []string, chosen []Entry, omitted int) string {
+	return renderBlocks(avoid, chosen, omitted) + "\n" + Footer
 }
 
 // renderBlocks prints the Decisions and Pitfalls blocks, entries in the
 // order given (best first).
-func renderBlocks(chosen []Entry, omitted int) string {
+func renderBlocks(avoid []string, chosen []Entry, omitted int) string {
 	var b strings.Builder
+	if len(avoid) > 0 {
+		fmt.Fprintf(&b, "Anti-patterns (%d):\n", len(avoid))
+		for _, l := range avoid {
+			b.WriteString("- " + l + "\n")
+		}
+	}
 	for _, kind := range []string{markdown.ADR, markdown.PF} {
 		var lines []string
 		for _, e := range chosen {

@@ -68,14 +68,19 @@ func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFil
 			s = finish(Stats{Target: c.ID}, now)
 		}
 		r := Ranked{Candidate: c, Weight: s.Weight, Level: s.Level, Multiplier: s.Multiplier, Recency: 1, Boost: 1}
+		// Days since use: since the last citation or outcome, else since the
+		// last feedback of any kind (a kept artifact is in use). An entry with
+		// no feedback at all has no evidence to decay: recency 1 (the
+		// candidate ×0.5 already discounts it), so a quiet repository's
+		// knowledge does not vanish from the index after three weeks.
 		since := s.LastUse
 		if since.IsZero() {
-			since = c.Created
+			since = s.LastFeedback
 		}
 		if !since.IsZero() {
 			r.DaysSinceUse = math.Max(0, now.Sub(since).Hours()/24)
 		}
-		if s.Reinforcements < ReinforcedNoDecay {
+		if s.Reinforcements < ReinforcedNoDecay && !since.IsZero() {
 			r.Recency = math.Exp(-r.DaysSinceUse / RecencyDays)
 		}
 		if overlaps(c, changed) {

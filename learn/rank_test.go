@@ -15,6 +15,7 @@ func TestRank(t *testing.T) {
 	evs = append(evs, manyEvents("PF-001", t0, KindKept, KindDeleted, KindDeleted)...) // deprecated
 	evs = append(evs, manyEvents("obs_e", t0.Add(-days(100)), rep(KindKept, 3)...)...) // reinforced 3, decayed to candidate
 	evs = append(evs, manyEvents("obs_f", t0.Add(-days(7)), KindCited, KindCited)...)  // used 7 days ago, 2 reinforcements
+	evs = append(evs, manyEvents("obs_h", t0.Add(-days(30)), KindKept)...)             // last feedback 30 days ago, never cited
 	entries := []Candidate{
 		{ID: "ADR-001", BaseScore: 1, Created: t0.Add(-days(14))},
 		{ID: "ADR-002", BaseScore: 0.8, Refs: []string{"src/auth/login.go:12"}},
@@ -23,18 +24,21 @@ func TestRank(t *testing.T) {
 		{ID: "obs_e", BaseScore: 1, Created: t0.Add(-days(400))},
 		{ID: "obs_f", BaseScore: 1, Created: t0.Add(-days(400))},
 		{ID: "obs_g", BaseScore: 1},
+		{ID: "obs_h", BaseScore: 1},
 	}
 	got := Rank(entries, Fold(evs, t0), t0, []string{"src/auth/login.go", "README.md"})
 	want := []struct {
 		id    string
 		score float64
 	}{
-		{"ADR-002", 0.8 * 1.5 * 1.2},      // proven, no recency decay, context boost
-		{"obs_e", 1.0},                    // established, reinforced 3 times: recency 1 after 100 days
-		{"obs_g", 0.5},                    // candidate, never used, created unknown: recency 1
-		{"obs_f", 0.5 * math.Exp(-0.5)},   // 7 days since use
-		{"ADR-001", 0.5 * math.Exp(-1.0)}, // never used: 14 days since creation
-		// ADR-003: 0.5·e^(−30/14) = 0.059 < 0.1 dropped; PF-001 deprecated ×0 dropped.
+		{"ADR-002", 0.8 * 1.5 * 1.2},    // proven, no recency decay, context boost
+		{"obs_e", 1.0},                  // established, reinforced 3 times: recency 1 after 100 days
+		{"ADR-001", 0.5},                // candidate, no feedback at all: nothing to decay, recency 1
+		{"ADR-003", 0.5},                // likewise, whatever its age
+		{"obs_g", 0.5},                  // likewise, created unknown
+		{"obs_f", 0.5 * math.Exp(-0.5)}, // 7 days since use
+		// obs_h: never used, last feedback 30 days ago: 0.5·e^(−30/14) = 0.059 < 0.1 dropped;
+		// PF-001 deprecated ×0 dropped.
 	}
 	if len(got) != len(want) {
 		t.Fatalf("Rank returned %d entries: %+v", len(got), got)
@@ -44,8 +48,8 @@ func TestRank(t *testing.T) {
 			t.Errorf("rank %d = %s %.4f, want %s %.4f", i, got[i].ID, got[i].Score, w.id, w.score)
 		}
 	}
-	if got[0].Boost != 1.2 || got[0].Level != LevelProven || got[3].DaysSinceUse != 7 {
-		t.Errorf("factors: %+v / %+v", got[0], got[3])
+	if got[0].Boost != 1.2 || got[0].Level != LevelProven || got[5].DaysSinceUse != 7 {
+		t.Errorf("factors: %+v / %+v", got[0], got[5])
 	}
 }
 

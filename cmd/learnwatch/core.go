@@ -145,7 +145,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := reconcile(a, root, cfg)
+			res, err := reconcile(a, root, cfg, false)
 			if err != nil {
 				return err
 			}
@@ -170,13 +170,15 @@ func newReconcileCmd(a *app) *cobra.Command {
 
 // reconcile runs heal.Reconcile with the staleness pass and the learning
 // engine's feedback wired in.
-func reconcile(a *app, root string, cfg config.Config) (heal.Result, error) {
+// session marks the once-per-session reconcile (session-start hook), the
+// only one that records kept artifacts as helpful feedback.
+func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
 	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg)}
 	res, err := heal.Reconcile(a.ctx, root, opts)
 	if err != nil {
 		return res, err
 	}
-	recordFeedback(a, root, res, opts.Now)
+	recordFeedback(a, root, cfg, res, opts.Now, session)
 	return res, nil
 }
 
@@ -211,8 +213,8 @@ func buildIndex(a *app, root string, budget int) (index.Result, error) {
 	if err != nil {
 		return index.Result{}, err
 	}
-	entries = rankEntries(a, root, entries)
-	return index.Build(entries, budget, minIndexScore), nil
+	entries, avoid := rankEntries(a, root, entries)
+	return index.Build(entries, avoid, budget, minIndexScore), nil
 }
 
 // countBy returns counts of observations by a key, in sorted key order.

@@ -80,7 +80,7 @@ func runDemo(a *app, dir string, keep bool) error {
 	fmt.Fprintf(w, "%d observations (%s); the manifest lists 3 rendered artifacts, one of them with a legacy djb2 hash written by another tool.\n", c.Total, sortedCounts(c.ByStatus))
 
 	say("Reconcile: nothing was touched, so every artifact is unchanged (the legacy hash is compared with djb2)")
-	res, err := reconcile(a, root, cfg)
+	res, err := reconcile(a, root, cfg, false)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func runDemo(a *app, dir string, keep bool) error {
 	fmt.Fprintln(w, "edited .memory/knowledge/pitfalls.md (PF-002's Impact)")
 
 	say("Reconcile turns that into learning signal")
-	res, err = reconcile(a, root, cfg)
+	res, err = reconcile(a, root, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -101,7 +101,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 					return nil
 				}
 				cfg := a.hookConfig(root)
-				if _, err := reconcile(a, root, cfg); err != nil {
+				if _, err := reconcile(a, root, cfg, true); err != nil {
 					// The index is still worth giving: say why the
 					// reconcile was skipped and go on.
 					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %v\n", err)
@@ -139,7 +139,7 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					res, err := reconcile(a, root, a.hookConfig(root))
+					res, err := reconcile(a, root, a.hookConfig(root), false)
 					if err != nil {
 						return err
 					}

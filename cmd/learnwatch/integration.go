@@ -1,39 +1,180 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/gitdiff"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/index"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
 )
 
-// This file wires the optional passes (staleness, learning engine) into the
-// core commands.
+// This file wires the optional passes (staleness, the learning engine) into
+// the core commands: each function reads state, calls the pure package and
+// hands the result back; failures of a pass are warnings, never a reason to
+// fail the core command.
 
 var getenv = os.Getenv
 
 // minIndexScore drops entries scoring below it from the index (DESIGN.md §6).
-const minIndexScore = 0.1
+const minIndexScore = learn.MinScore
 
-// staleHook returns the staleness pass reconcile runs under its lock.
-func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
-	return nil
+func init() {
+	knowledgeCandidates = loadCandidates
 }
 
-// recordFeedback appends the learning signals of a reconcile.
-func recordFeedback(a *app, root string, res heal.Result, now time.Time) {}
+// recordFeedback appends the learning signals of a reconcile to
+// .memory/feedback.jsonl and recomputes the policy overlays. kept events
+// are recorded only when session is set (once per session start, so a
+// watcher's frequent reconciles do not swamp the tallies).
+func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time, session bool) {
+	var evs []learn.Event
+	for _, e := range res.Events {
+		if e.Kind == learn.KindKept && !session {
+			continue
+		}
+		evs = append(evs, e)
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if err := journal.AppendFeedback(root, evs...); err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: feedback not recorded: %v\n", err)
+		return
+	}
+	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
+	}
+}
+
+// loadPolicy reads the policy overlays; a broken policy file is a warning
+// and no overlay.
+func loadPolicy(a *app, root string) learn.Policy {
+	p, err := journal.LoadPolicy(root)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: %v (ignoring policy overlays)\n", err)
+	}
+	return p
+}
 
 // policyMultiplier returns the promote-threshold multiplier per type.
-func policyMultiplier(a *app, root string) func(string) float64 { return nil }
+func policyMultiplier(a *app, root string) func(string) float64 {
+	p := loadPolicy(a, root)
+	return func(typ string) float64 {
+		if o, ok := p.Overlays[typ]; ok && o.ThresholdMultiplier > 0 {
+			return o.ThresholdMultiplier
+		}
+		return 1
+	}
+}
 
 // policyHold reports whether render must hold an observation for approval.
-func policyHold(a *app, root string) func(*manifest.Observation) bool { return nil }
+func policyHold(a *app, root string) func(*manifest.Observation) bool {
+	p := loadPolicy(a, root)
+	return func(o *manifest.Observation) bool { return learn.Held(p, o.Type, o.ID) }
+}
 
-// rankEntries scores index entries.
-func rankEntries(a *app, root string, entries []index.Entry) []index.Entry { return entries }
+// loadCandidates lists the knowledge entries and observations as plain
+// data for the learning engine.
+func loadCandidates(a *app, root string) ([]learn.Candidate, error) {
+	entries, err := index.Load(root)
+	if err != nil {
+		return nil, err
+	}
+	log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	if err != nil {
+		usage = &manifest.Usage{}
+	}
+	out := make([]learn.Candidate, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, candidateOf(e, log, usage))
+	}
+	for _, o := range log.Observations() {
+		if o.Type == manifest.Workflow || o.Type == manifest.Procedural {
+			out = append(out, learn.Candidate{ID: o.ID, Type: o.Type, Title: o.Pattern, Status: o.Status,
+				BaseScore: o.Confidence, Pattern: o.Pattern, Text: o.Pattern + "\n" + o.Details})
+		}
+	}
+	return out, nil
+}
+
+// candidateOf turns an index entry into a ranking candidate: its base
+// score is the confidence of the observation it was rendered from, 1.0 for
+// a human-written entry.
+func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage) learn.Candidate {
+	c := learn.Candidate{ID: e.ID, Title: e.Title, Status: e.Status, Area: e.Area, Refs: e.Refs,
+		BaseScore: 1, Pattern: e.Title, Text: e.Text}
+	c.Type = manifest.Decision
+	if e.Kind == markdown.PF {
+		c.Type = manifest.Pitfall
+	}
+	if e.Source != "" {
+		if o := log.Find(e.Source); o != nil && o.Confidence > 0 {
+			c.BaseScore = o.Confidence
+		}
+	}
+	if usage != nil {
+		if u, ok := usage.Entries[e.ID]; ok {
+			var s string
+			if raw, ok := u["created"]; ok && len(raw) > 2 {
+				s = strings.Trim(string(raw), `"`)
+			}
+			c.Created, _ = time.Parse(time.RFC3339, s)
+		}
+	}
+	return c
+}
+
+// rankEntries scores index entries with the learning engine (feedback,
+// maturity, recency, context boost) and returns them with their scores,
+// plus the anti-pattern lines.
+func rankEntries(a *app, root string, entries []index.Entry) ([]index.Entry, []string) {
+	evs, _, err := journal.ReadFeedback(root)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
+	}
+	n := now()
+	stats := learn.Fold(evs, n)
+	log, _ := manifest.ReadLog(manifest.PathsFor(root).Log)
+	if log == nil {
+		log = &manifest.Log{}
+	}
+	usage, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	cands := make([]learn.Candidate, len(entries))
+	for i, e := range entries {
+		cands[i] = candidateOf(e, log, usage)
+	}
+	ranked := learn.Rank(cands, stats, n, changedFiles(a, root))
+	score := map[string]float64{}
+	for _, r := range ranked {
+		score[r.ID] = r.Score
+	}
+	out := make([]index.Entry, 0, len(entries))
+	for _, e := range entries {
+		if s, ok := score[e.ID]; ok {
+			e.Score = s
+		} else {
+			e.Score = 0 // dropped by the ranking (deprecated or decayed)
+		}
+		out = append(out, e)
+	}
+	var avoid []string
+	for _, ap := range learn.AntiPatterns(stats, cands) {
+		avoid = append(avoid, ap.Text)
+	}
+	return out, avoid
+}
 
 // watcherStatus describes the running watcher, nil when none ever ran.
 func watcherStatus(root string) map[string]any { return nil }
@@ -43,6 +184,40 @@ type reviewExtra struct {
 	lines []string
 }
 
-// reviewExtras adds what other passes flag for review (stale knowledge
-// entries, regressions, old policy overlays).
-func reviewExtras(a *app, root string) reviewExtra { return reviewExtra{} }
+// reviewExtras adds what other passes flag for review: regressions of the
+// learning engine and policy overlays older than 30 days.
+func reviewExtras(a *app, root string) reviewExtra {
+	x := reviewExtra{json: map[string]any{}}
+	evs, _, err := journal.ReadFeedback(root)
+	if err == nil {
+		reg := learn.Regressions(learn.Fold(evs, now()))
+		if len(reg) > 0 {
+			x.json["regressions"] = reg
+			for _, id := range reg {
+				x.lines = append(x.lines, fmt.Sprintf("%s: regression — reinforced 3+ times, now flagged as a false positive", id))
+			}
+		}
+	}
+	p := loadPolicy(a, root)
+	if old := learn.StaleOverlays(p, now()); len(old) > 0 {
+		x.json["stale_overlays"] = old
+		for _, t := range old {
+			x.lines = append(x.lines, fmt.Sprintf("policy overlay for %s is older than 30 days: check it (learnwatch policy), reset with learnwatch policy reset %s", t, t))
+		}
+	}
+	return x
+}
+
+// changedFiles lists the files the current branch changes (context boost).
+func changedFiles(a *app, root string) []string {
+	files, err := gitdiff.Branch(root)
+	if err != nil {
+		a.log.Debug("no branch context for ranking", "err", err)
+	}
+	return files
+}
+
+// staleHook returns the staleness pass reconcile runs under its lock.
+func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
+	return nil
+}
