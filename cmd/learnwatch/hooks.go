@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -243,7 +242,7 @@ counted in full every time.`,
 				if fi, err := os.Stat(transcript); err != nil || fi.IsDir() {
 					return exitcode.Bad("--transcript %s: not a readable file", transcript)
 				}
-				counts, err = hooks.RecordTranscript(a.ctx, root, session, transcript, time.Now(), timeout)
+				counts, err = hooks.RecordTranscript(a.ctx, root, session, transcript, now(), timeout)
 				if err != nil {
 					return hooksErr(err)
 				}
@@ -252,10 +251,11 @@ counted in full every time.`,
 				if err != nil {
 					return err
 				}
-				if err := hooks.RecordCitations(a.ctx, root, counts, time.Now(), timeout); err != nil {
+				if err := hooks.RecordCitations(a.ctx, root, counts, now(), timeout); err != nil {
 					return hooksErr(err)
 				}
 			}
+			recordCitations(a, root, counts, now())
 			res := citeResult{Cited: counts}
 			for _, n := range counts {
 				res.Total += n
@@ -315,10 +315,11 @@ func newStopHook(a *app) *cobra.Command {
 				if !filepath.IsAbs(tr) && in.Cwd != "" {
 					tr = filepath.Join(in.Cwd, tr)
 				}
-				counts, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, time.Now(), a.hookConfig(root).Lock.Timeout.Duration)
+				counts, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, now(), a.hookConfig(root).Lock.Timeout.Duration)
 				if err != nil {
 					return err
 				}
+				recordCitations(a, root, counts, now())
 				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", counts)
 				return nil
 			})

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -220,4 +221,36 @@ func changedFiles(a *app, root string) []string {
 // staleHook returns the staleness pass reconcile runs under its lock.
 func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
 	return nil
+}
+
+// recordCitations appends one helpful "cited" feedback event per entry an
+// agent cited in the scanned part of a transcript (however many times: one
+// chatty session must not outweigh the others).
+func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
+	var evs []learn.Event
+	for _, id := range sortedIDs(counts) {
+		if counts[id] <= 0 {
+			continue
+		}
+		typ := manifest.Decision
+		if strings.HasPrefix(id, "PF-") {
+			typ = manifest.Pitfall
+		}
+		evs = append(evs, learn.Event{TS: at, Target: id, Kind: learn.KindCited, Value: 1, Source: "transcript", Type: typ})
+	}
+	if len(evs) == 0 {
+		return
+	}
+	if err := journal.AppendFeedback(root, evs...); err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: citations not recorded as feedback: %v\n", err)
+	}
+}
+
+func sortedIDs(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
