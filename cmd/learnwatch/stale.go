@@ -1,0 +1,208 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/staleness"
+)
+
+func init() {
+	register(newStaleCmd)
+	hookSubcommands = append(hookSubcommands, newPreCommitHook)
+}
+
+func newStaleCmd(a *app) *cobra.Command {
+	var staged, fail bool
+	c := &cobra.Command{
+		Use:   "stale",
+		Short: "Check the file references of knowledge entries and observations against the git tree",
+		Long: `stale extracts file references (paths with a source extension, optionally
+:LINE) from the active ADR/PF entries and from the observations that are not
+deprecated, and checks them against HEAD (--staged: the index; outside git:
+the working tree). A missing path that was renamed in history is reported
+with where it went; a line past the end of its file is stale too. Stale
+observations are marked mayBeStale/needsReview in the log.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			root, cfg, err := a.setup()
+			if err != nil {
+				return err
+			}
+			mode := staleness.Auto
+			if staged {
+				mode = staleness.Staged
+			}
+			chk, err := staleness.Open(root, mode, cfg.Staleness)
+			if errors.Is(err, staleness.ErrNotGit) {
+				return exitcode.Bad("--staged: %v", err)
+			}
+			if err != nil {
+				return exitcode.Wrap(exitcode.IO, err)
+			}
+			rep, marked, err := a.staleScan(root, chk, staleness.OptionsFor(cfg.Staleness), cfg.Lock.Timeout.Duration)
+			if err != nil {
+				return err
+			}
+			if err := chk.Err(); err != nil {
+				a.log.Warn("some references could not be checked", "err", err)
+			}
+			if err := a.emit(rep, func(w io.Writer) {
+				printFindings(w, rep.Stale)
+				switch len(rep.Stale) {
+				case 0:
+					fmt.Fprintf(w, "no stale references (%d checked against %s)\n", rep.Checked, treeName(chk))
+				default:
+					fmt.Fprintf(w, "%d stale of %d references checked against %s\n", len(rep.Stale), rep.Checked, treeName(chk))
+				}
+				if marked > 0 {
+					fmt.Fprintf(w, "%d observation(s) updated in the learning log\n", marked)
+				}
+			}); err != nil {
+				return err
+			}
+			if fail && len(rep.Stale) > 0 {
+				return exitSilently(exitcode.Problems)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&staged, "staged", false, "check against the index (what the next commit holds) instead of HEAD")
+	c.Flags().BoolVar(&fail, "fail", false, "exit 1 when anything is stale")
+	return c
+}
+
+// staleScan runs the scan under the learning lock and writes the log when
+// Mark changed it. Without a .memory directory there is nothing to scan
+// and nothing is created.
+func (a *app) staleScan(root string, chk *staleness.Checker, opts staleness.Options, timeout time.Duration) (staleness.Report, int, error) {
+	paths := manifest.PathsFor(root)
+	if fi, err := os.Stat(paths.Memory); err != nil || !fi.IsDir() {
+		rep, err := staleness.Scan(root, chk, nil, opts)
+		return rep, 0, exitcode.Wrap(exitcode.IO, err)
+	}
+	lock, err := manifest.AcquireLock(a.ctx, paths.LearningLock, timeout)
+	if err != nil {
+		return staleness.Report{}, 0, exitcode.Wrap(exitcode.IO, err)
+	}
+	defer lock.Release()
+	log, err := manifest.ReadLog(paths.Log)
+	if err != nil {
+		return staleness.Report{}, 0, exitcode.Wrap(exitcode.IO, err)
+	}
+	rep, err := staleness.Scan(root, chk, log, opts)
+	if err != nil {
+		return rep, 0, exitcode.Wrap(exitcode.IO, err)
+	}
+	marked := staleness.Mark(log, rep.Stale)
+	if log.Changed() {
+		if err := manifest.WriteLog(paths.Log, log); err != nil {
+			return rep, 0, exitcode.Wrap(exitcode.IO, err)
+		}
+	}
+	return rep, marked, nil
+}
+
+// treeName names the checked tree in a sentence.
+func treeName(chk *staleness.Checker) string {
+	if s := chk.Source(); s != "HEAD" {
+		return "the " + s
+	}
+	return "HEAD"
+}
+
+// printFindings lists findings as an aligned table: entry, ref, reason.
+func printFindings(w io.Writer, findings []staleness.Finding) {
+	if len(findings) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, f := range findings {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.ID, f.Ref, describe(f))
+	}
+	tw.Flush()
+}
+
+func describe(f staleness.Finding) string {
+	switch {
+	case f.Reason == staleness.LinePastEOF:
+		return "line past the end of the file"
+	case f.RenamedTo != "":
+		return "missing, renamed to " + f.RenamedTo
+	default:
+		return "missing"
+	}
+}
+
+// newPreCommitHook is `learnwatch hook pre-commit`: it reports active
+// knowledge entries and observations that reference files the staged
+// commit deletes or renames. It warns (exit 0) unless precommit.block is
+// set (exit 1), and fails open: any error is one line on stderr, exit 0.
+// It writes nothing: the log may be part of the commit.
+func newPreCommitHook(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pre-commit",
+		Short: "git pre-commit hook: warn (or with precommit.block: true, fail) when the commit deletes or renames files the knowledge references",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(*cobra.Command, []string) error {
+			block := false
+			err := failOpen(a, "hook pre-commit", func() error {
+				root, err := a.root()
+				if err != nil {
+					return err
+				}
+				cfg := a.hookConfig(root)
+				chk, err := staleness.Open(root, staleness.PreCommit, cfg.Staleness)
+				if err != nil {
+					return err
+				}
+				log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+				if err != nil {
+					return err
+				}
+				rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+				if err != nil {
+					return err
+				}
+				if a.jsonOut {
+					if err := a.emit(rep, nil); err != nil {
+						return err
+					}
+				}
+				if len(rep.Stale) == 0 {
+					return nil
+				}
+				w := a.stderr
+				fmt.Fprintln(w, "learnwatch: this commit deletes or renames files that the knowledge base references:")
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				for _, f := range rep.Stale {
+					what := "removed"
+					if f.RenamedTo != "" {
+						what = "renamed to " + f.RenamedTo
+					}
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.ID, f.Ref, what)
+				}
+				tw.Flush()
+				if cfg.Precommit.Block {
+					block = true
+					fmt.Fprintln(w, "learnwatch: commit blocked (precommit.block: true); update those entries, or commit with --no-verify")
+				} else {
+					fmt.Fprintln(w, "learnwatch: update those entries (`learnwatch stale --staged` lists them); set precommit.block: true in .memory/learnwatch.yaml to block such commits")
+				}
+				return nil
+			})
+			if block {
+				return exitSilently(exitcode.Problems)
+			}
+			return err
+		},
+	}
+}

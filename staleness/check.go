@@ -1,0 +1,528 @@
+package staleness
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// Mode selects the tree references are checked against.
+type Mode int
+
+const (
+	// Auto checks against the HEAD commit's tree; outside git, or before
+	// the first commit, against the working tree.
+	Auto Mode = iota
+	// Staged checks against the index: what the next commit will hold.
+	Staged
+	// Worktree checks against the files on disk.
+	Worktree
+	// PreCommit reports only references the staged commit deletes or
+	// renames: paths in HEAD that are missing from the index. It reads no
+	// blobs and walks no history (the pre-commit hook's fast path).
+	PreCommit
+)
+
+// Reasons a reference is stale.
+const (
+	Missing     = "missing"       // the path is not in the checked tree
+	LinePastEOF = "line-past-eof" // path:LINE names a line after the end of the file
+)
+
+// Finding is one stale reference.
+type Finding struct {
+	ID        string `json:"id"`  // observation id or ADR-/PF- id; Check leaves it empty
+	Ref       string `json:"ref"` // the reference as written
+	Reason    string `json:"reason"`
+	RenamedTo string `json:"renamed_to,omitempty"` // where a missing path went, if found
+}
+
+// ErrNotGit is returned by Open for the index modes when root is not inside
+// a git worktree.
+var ErrNotGit = errors.New("not inside a git worktree")
+
+// Where a Checker looks paths up.
+const (
+	sourceIndex    = "index"
+	sourceHead     = "HEAD"
+	sourceWorktree = "working tree"
+)
+
+// Checker checks references against one tree. It caches what it reads, so
+// one Checker serves one run; it is not safe for concurrent use.
+type Checker struct {
+	root   string
+	mode   Mode
+	source string
+	depth  int
+
+	repo   *git.Repository // nil outside git
+	prefix string          // root relative to the worktree top, "" or "dir/"
+	head   *object.Commit  // nil outside git or before the first commit
+	tree   *object.Tree    // head's tree
+
+	index  map[string]*index.Entry        // index modes: repo path → entry
+	names  []string                       // index modes: the index paths, sorted
+	byHash map[plumbing.Hash][]string     // index modes, built on demand
+	exists map[string]bool                // root-relative path → present
+	lines  map[string]int                 // root-relative path → line count, -1 unknown
+	moved  map[string]string              // repo path → final name ("" none)
+	trees  map[plumbing.Hash]*object.Tree // decoded trees by hash
+	hist   history                        // commits walked for renames
+	err    error                          // first non-fatal error
+}
+
+// Open prepares a Checker for the repository at root. Outside git, Auto and
+// Worktree check the working tree; Staged and PreCommit need the index and
+// fail with ErrNotGit. In the index modes the index named by
+// GIT_INDEX_FILE is read when that variable is set (git sets it for hooks,
+// e.g. a temporary index during "git commit -a").
+func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("staleness: root %s: %w", root, err)
+	}
+	c := &Checker{
+		root: abs, mode: mode, source: sourceWorktree, depth: cfg.RenameDepth,
+		exists: map[string]bool{}, lines: map[string]int{}, moved: map[string]string{},
+		trees: map[plumbing.Hash]*object.Tree{},
+	}
+	if c.depth <= 0 {
+		c.depth = config.Default().Staleness.RenameDepth
+	}
+	indexMode := mode == Staged || mode == PreCommit
+	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		if indexMode {
+			return nil, fmt.Errorf("staleness: %s: %w (the staged check needs the index)", abs, ErrNotGit)
+		}
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("staleness: open git repository at %s: %w", abs, err)
+	}
+	wt, err := repo.Worktree()
+	if errors.Is(err, git.ErrIsBareRepository) {
+		if indexMode {
+			return nil, fmt.Errorf("staleness: %s is a bare repository: %w", abs, ErrNotGit)
+		}
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("staleness: open worktree at %s: %w", abs, err)
+	}
+	if c.prefix, err = prefixOf(wt.Filesystem.Root(), abs); err != nil {
+		return nil, err
+	}
+	c.repo = repo
+
+	ref, err := repo.Head()
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		// No commit yet: nothing was deleted or renamed, there is no
+		// history, and Auto falls back to the working tree.
+	case err != nil:
+		return nil, fmt.Errorf("staleness: read HEAD in %s: %w", abs, err)
+	default:
+		if c.head, err = repo.CommitObject(ref.Hash()); err != nil {
+			return nil, fmt.Errorf("staleness: read HEAD commit %s: %w", ref.Hash(), err)
+		}
+		if c.tree, err = c.treeObj(c.head.TreeHash); err != nil {
+			return nil, fmt.Errorf("staleness: HEAD: %w", err)
+		}
+		c.hist.next = c.head
+	}
+
+	switch {
+	case mode == PreCommit && c.tree == nil:
+		// The first commit deletes nothing: no need to read the index.
+		c.source = sourceIndex
+	case indexMode:
+		idx, err := readIndex(repo)
+		if err != nil {
+			return nil, err
+		}
+		c.index = make(map[string]*index.Entry, len(idx.Entries))
+		c.names = make([]string, 0, len(idx.Entries))
+		for _, e := range idx.Entries {
+			c.index[e.Name] = e
+			c.names = append(c.names, e.Name)
+		}
+		// Git keeps the index sorted; do not rely on it.
+		if !sort.StringsAreSorted(c.names) {
+			sort.Strings(c.names)
+		}
+		c.source = sourceIndex
+	case mode == Auto && c.tree != nil:
+		c.source = sourceHead
+	}
+	return c, nil
+}
+
+// prefixOf returns root relative to the worktree top as "dir/" ("" when
+// they are the same directory).
+func prefixOf(top, root string) (string, error) {
+	rel, err := filepath.Rel(top, root)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		// One side may be reached through a symlink (/tmp → /private/tmp).
+		t, err1 := filepath.EvalSymlinks(top)
+		r, err2 := filepath.EvalSymlinks(root)
+		if err1 == nil && err2 == nil {
+			rel, err = filepath.Rel(t, r)
+		}
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("staleness: %s is not inside its git worktree %s", root, top)
+		}
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return filepath.ToSlash(rel) + "/", nil
+}
+
+// readIndex reads the index git would commit: GIT_INDEX_FILE when set,
+// else the repository's index.
+func readIndex(repo *git.Repository) (*index.Index, error) {
+	name := os.Getenv("GIT_INDEX_FILE")
+	if name == "" {
+		idx, err := repo.Storer.Index()
+		if err != nil {
+			return nil, fmt.Errorf("staleness: read git index: %w", err)
+		}
+		return idx, nil
+	}
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, fmt.Errorf("staleness: GIT_INDEX_FILE %s: %w", name, err)
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("staleness: read git index (GIT_INDEX_FILE): %w", err)
+	}
+	defer f.Close()
+	idx := &index.Index{}
+	if err := index.NewDecoder(bufio.NewReader(f)).Decode(idx); err != nil {
+		return nil, fmt.Errorf("staleness: decode git index %s: %w", abs, err)
+	}
+	return idx, nil
+}
+
+// Source names the tree being checked: "index", "HEAD" or "working tree".
+func (c *Checker) Source() string { return c.source }
+
+// Err returns the first error met while checking (an unreadable object, a
+// failed history walk). Such errors never turn into findings: the reference
+// concerned is treated as fine.
+func (c *Checker) Err() error { return c.err }
+
+func (c *Checker) fail(err error) {
+	if c.err == nil && err != nil {
+		c.err = err
+	}
+}
+
+// Check returns the stale references among refs, in order: a missing path
+// once (with the raw text of its first reference), a line past the end of
+// the file once per reference. Finding.ID is left empty.
+func (c *Checker) Check(refs []Ref) []Finding {
+	c.prime(refs)
+	var out []Finding
+	reported := map[string]bool{}
+	for _, r := range refs {
+		switch {
+		case c.missing(r.Path):
+			if !reported[r.Path] {
+				reported[r.Path] = true
+				out = append(out, Finding{Ref: r.Raw, Reason: Missing, RenamedTo: c.moved[c.prefix+r.Path]})
+			}
+		case r.Line > 0 && c.mode != PreCommit:
+			if n := c.lineCount(r.Path); n >= 0 && r.Line > n {
+				out = append(out, Finding{Ref: r.Raw, Reason: LinePastEOF})
+			}
+		}
+	}
+	return out
+}
+
+// prime looks up every path of refs and resolves the renames of the
+// missing ones in one go, so that history is walked once for a whole scan.
+func (c *Checker) prime(refs []Ref) {
+	var missing []string
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if !seen[r.Path] {
+			seen[r.Path] = true
+			if c.missing(r.Path) {
+				missing = append(missing, r.Path)
+			}
+		}
+	}
+	c.findRenames(missing)
+}
+
+// missing reports whether a root-relative path counts as missing. In
+// PreCommit mode only paths the commit removes count: absent from the
+// index but present in HEAD.
+func (c *Checker) missing(p string) bool {
+	if c.present(p) {
+		return false
+	}
+	if c.mode == PreCommit {
+		_, inHead := c.headEntry(c.prefix + p)
+		return inHead
+	}
+	return true
+}
+
+// present reports whether a root-relative path is in the checked tree.
+func (c *Checker) present(p string) bool {
+	if v, ok := c.exists[p]; ok {
+		return v
+	}
+	var v bool
+	switch c.source {
+	case sourceIndex:
+		_, v = c.index[c.prefix+p]
+		if !v {
+			// A directory (HEAD has tree entries for them, the index
+			// only files): some entry lies below it.
+			dir := c.prefix + p + "/"
+			i := sort.SearchStrings(c.names, dir)
+			v = i < len(c.names) && strings.HasPrefix(c.names[i], dir)
+		}
+	case sourceHead:
+		_, v = c.headEntry(c.prefix + p)
+	default:
+		_, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(p)))
+		v = err == nil
+	}
+	c.exists[p] = v
+	return v
+}
+
+// headEntry looks a repository path up in HEAD's tree.
+func (c *Checker) headEntry(p string) (*object.TreeEntry, bool) {
+	if c.tree == nil {
+		return nil, false
+	}
+	e, ok, err := c.lookup(c.tree.Hash, p)
+	if err != nil {
+		// A broken repository: say so, and do not flag the ref.
+		c.fail(fmt.Errorf("staleness: look up %s in HEAD: %w", p, err))
+		return nil, true
+	}
+	if !ok {
+		return nil, false
+	}
+	return &e, true
+}
+
+// lineCount returns the number of lines of a present root-relative path,
+// or -1 when it cannot be counted (not a regular file, unreadable).
+func (c *Checker) lineCount(p string) int {
+	if n, ok := c.lines[p]; ok {
+		return n
+	}
+	n := -1
+	switch c.source {
+	case sourceIndex:
+		if e := c.index[c.prefix+p]; e != nil && isFile(e.Mode) {
+			n = c.blobLines(e.Hash, p)
+		}
+	case sourceHead:
+		if e, ok := c.headEntry(c.prefix + p); ok && e != nil && isFile(e.Mode) {
+			n = c.blobLines(e.Hash, p)
+		}
+	default:
+		n = c.fileLines(p)
+	}
+	c.lines[p] = n
+	return n
+}
+
+func isFile(m filemode.FileMode) bool { return m == filemode.Regular || m == filemode.Executable }
+
+func (c *Checker) blobLines(h plumbing.Hash, p string) int {
+	b, err := c.repo.BlobObject(h)
+	if err != nil {
+		c.fail(fmt.Errorf("staleness: read blob %s of %s: %w", h, p, err))
+		return -1
+	}
+	r, err := b.Reader()
+	if err != nil {
+		c.fail(fmt.Errorf("staleness: read blob %s of %s: %w", h, p, err))
+		return -1
+	}
+	defer r.Close()
+	n, err := countLines(r)
+	if err != nil {
+		c.fail(fmt.Errorf("staleness: read blob %s of %s: %w", h, p, err))
+		return -1
+	}
+	return n
+}
+
+// fileLines counts the lines of a working-tree file; a path that leaves
+// the root through a symlink is not read.
+func (c *Checker) fileLines(p string) int {
+	abs, _, err := manifest.Resolve(c.root, p)
+	if err != nil {
+		return -1
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return -1
+	}
+	n, err := countLines(f)
+	if err != nil {
+		c.fail(fmt.Errorf("staleness: read %s: %w", abs, err))
+		return -1
+	}
+	return n
+}
+
+// countLines counts lines the way an editor numbers them: "a\nb" and
+// "a\nb\n" have two, an empty file none.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 64<<10)
+	n := 0
+	var last byte = '\n'
+	for {
+		k, err := r.Read(buf)
+		for _, b := range buf[:k] {
+			if b == '\n' {
+				n++
+			}
+		}
+		if k > 0 {
+			last = buf[k-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+// findRenames records in c.moved where each missing root-relative path
+// went: a rename staged in the index (index modes), else a rename in the
+// commits reachable from HEAD (not in PreCommit mode).
+func (c *Checker) findRenames(missing []string) {
+	var pending []string
+	for _, p := range missing {
+		if _, ok := c.moved[c.prefix+p]; !ok {
+			pending = append(pending, c.prefix+p)
+		}
+	}
+	if len(pending) == 0 {
+		return
+	}
+	if c.source != sourceHead {
+		rest := pending[:0]
+		for _, p := range pending {
+			if e, ok := c.headEntry(p); ok && e != nil {
+				// In HEAD, not in the checked tree: a deletion or rename
+				// the next commit makes (or a file removed on disk), not
+				// history.
+				if c.source == sourceIndex {
+					c.moved[p] = c.stagedTarget(p, e)
+				} else {
+					c.moved[p] = ""
+				}
+				continue
+			}
+			rest = append(rest, p)
+		}
+		pending = rest
+	}
+	if c.mode == PreCommit {
+		for _, p := range pending {
+			c.moved[p] = ""
+		}
+		return
+	}
+	c.walkHistory(pending)
+}
+
+// stagedTarget finds where the HEAD file p (entry e) went in the index: a
+// path with the same blob that is not in HEAD (an exact rename, "git mv").
+// Empty files are never matched. When many files share the blob, the
+// candidates with p's base name come first, then those in p's directory,
+// and only the first maxCandidates are looked up in HEAD.
+func (c *Checker) stagedTarget(p string, e *object.TreeEntry) string {
+	if e.Hash == emptyBlob || !isFile(e.Mode) {
+		return ""
+	}
+	if c.byHash == nil {
+		c.byHash = map[plumbing.Hash][]string{}
+		for _, name := range c.names {
+			if ie := c.index[name]; isFile(ie.Mode) {
+				c.byHash[ie.Hash] = append(c.byHash[ie.Hash], name)
+			}
+		}
+	}
+	cands := c.byHash[e.Hash]
+	if len(cands) > 1 {
+		dir, base := path.Split(p)
+		rank := func(q string) int {
+			qd, qb := path.Split(q)
+			switch {
+			case qb == base:
+				return 0
+			case qd == dir:
+				return 1
+			}
+			return 2
+		}
+		cands = append([]string(nil), cands...)
+		sort.SliceStable(cands, func(i, j int) bool { return rank(cands[i]) < rank(cands[j]) })
+	}
+	for k, q := range cands {
+		if k == maxCandidates {
+			break
+		}
+		if _, inHead := c.headEntry(q); !inHead {
+			return c.rootRel(q)
+		}
+	}
+	return ""
+}
+
+// maxCandidates bounds the HEAD lookups of one staged-rename search.
+const maxCandidates = 32
+
+var emptyBlob = plumbing.ComputeHash(plumbing.BlobObject, nil)
+
+// rootRel turns a repository path into a root-relative one ("" when it is
+// outside the root's subtree).
+func (c *Checker) rootRel(q string) string {
+	if !strings.HasPrefix(q, c.prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(q, c.prefix)
+}

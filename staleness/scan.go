@@ -1,0 +1,147 @@
+package staleness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// ReasonPrefix starts the staleReason Mark writes (DESIGN.md §5).
+const ReasonPrefix = "code-ref-missing:"
+
+// knowledgeDir is where the knowledge files live, relative to the root:
+// the base of their relative links.
+const knowledgeDir = ".memory/knowledge"
+
+// Report is the result of a Scan.
+type Report struct {
+	Checked int       `json:"checked"` // references checked (deduplicated per entry)
+	Stale   []Finding `json:"stale"`
+}
+
+// Scan checks the references of every active section of
+// .memory/knowledge/decisions.md and pitfalls.md (IDs ADR-NNN, PF-NNN) and
+// of every observation of log whose status is not deprecated (details and
+// evidence; ID the observation's id). log may be nil. Findings come in
+// that order: decisions, pitfalls, then observations in log order.
+func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, error) {
+	type entry struct {
+		id   string
+		refs []Ref
+	}
+	var entries []entry
+	paths := manifest.PathsFor(root)
+	kopts := opts
+	kopts.LinkBase = knowledgeDir
+	for _, file := range []string{paths.Decisions, paths.Pitfalls} {
+		src, err := readKnowledge(root, file)
+		if err != nil {
+			return Report{}, err
+		}
+		for _, s := range markdown.Sections(src) {
+			if s.Active() {
+				entries = append(entries, entry{s.ID, ExtractMarkdown(markdown.SectionText(src, s), kopts)})
+			}
+		}
+	}
+	if log != nil {
+		for _, o := range log.Observations() {
+			if o.Status != manifest.Deprecated {
+				entries = append(entries, entry{o.ID, ObservationRefs(o, opts)})
+			}
+		}
+	}
+
+	var all []Ref
+	for _, e := range entries {
+		all = append(all, e.refs...)
+	}
+	c.prime(all)
+	rep := Report{Stale: []Finding{}}
+	for _, e := range entries {
+		rep.Checked += len(e.refs)
+		for _, f := range c.Check(e.refs) {
+			f.ID = e.id
+			rep.Stale = append(rep.Stale, f)
+		}
+	}
+	return rep, nil
+}
+
+// readKnowledge reads a knowledge file; a missing one is empty, one that
+// resolves outside the root (a symlink) is an error.
+func readKnowledge(root, file string) ([]byte, error) {
+	abs, _, err := manifest.Resolve(root, file)
+	if err != nil {
+		return nil, fmt.Errorf("staleness: %w", err)
+	}
+	src, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("staleness: read %s: %w", abs, err)
+	}
+	return src, nil
+}
+
+// ObservationRefs returns the references of an observation's details and
+// evidence, deduplicated.
+func ObservationRefs(o *manifest.Observation, opts Options) []Ref {
+	refs := ExtractText(o.Details, opts)
+	seen := map[refKey]bool{}
+	for _, r := range refs {
+		seen[refKey{r.Path, r.Line}] = true
+	}
+	for _, ev := range o.Evidence {
+		for _, r := range ExtractText(ev, opts) {
+			refs = addRef(refs, seen, r)
+		}
+	}
+	return refs
+}
+
+// Mark applies a Scan's findings to the observations of log in memory and
+// returns how many observations it changed (the caller writes the log).
+// An observation with a finding gets mayBeStale, staleReason
+// "code-ref-missing:<first stale ref>" and needsReview. An observation
+// without one whose staleReason came from this check (code-ref-missing:)
+// has mayBeStale and staleReason cleared — its references are fine again —
+// while needsReview stays for a human to clear. Deprecated observations
+// are left alone, and so are stale reasons other tools set. findings must
+// come from a Scan of the same log: an observation it did not check counts
+// as fine.
+func Mark(log *manifest.Log, findings []Finding) int {
+	if log == nil {
+		return 0
+	}
+	first := map[string]string{}
+	for _, f := range findings {
+		if _, ok := first[f.ID]; !ok && f.ID != "" {
+			first[f.ID] = f.Ref
+		}
+	}
+	n := 0
+	for _, o := range log.Observations() {
+		if o.Status == manifest.Deprecated {
+			continue
+		}
+		if ref, ok := first[o.ID]; ok {
+			reason := ReasonPrefix + ref
+			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {
+				o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
+				n++
+			}
+			continue
+		}
+		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
+			o.MayBeStale, o.StaleReason = false, ""
+			n++
+		}
+	}
+	return n
+}
