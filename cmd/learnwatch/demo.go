@@ -13,6 +13,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/render"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 func init() { register(newDemoCmd) }
@@ -22,7 +23,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run observe → render → delete an artifact → reconcile → index on a temp copy of the shipped example, narrated",
+		Short: "Run observe → render → delete an artifact → reconcile → stale → index on a temp copy of the shipped example, narrated",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if dir == "" {
@@ -141,6 +142,31 @@ func runDemo(a *app, dir string, keep bool) error {
 	fmt.Fprintf(w, "reconcile: %s\n", res.Summary())
 	lint = mustFind(p, "obs_wf_lint")
 	fmt.Fprintf(w, "the deletion is a penalty: obs_wf_lint is now %s with confidence %.2f (×0.3); the edit is respected: only PF-002's hash was updated\n", lint.Status, lint.Confidence)
+
+	say("You stage the removal of src/db/queue.go, which ADR-002 cites: the pre-commit check names the entry (learnwatch stale --staged)")
+	if _, err := exec.LookPath("git"); err == nil {
+		c := exec.Command("git", "rm", "-q", "src/db/queue.go")
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("git rm: %v: %s", err, out)
+		}
+		chk, err := staleness.Open(root, staleness.Staged, cfg.Staleness)
+		if err != nil {
+			return err
+		}
+		log, err := manifest.ReadLog(p.Log)
+		if err != nil {
+			return err
+		}
+		rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+		if err != nil {
+			return err
+		}
+		for _, f := range rep.Stale {
+			fmt.Fprintf(w, "  %s references %s: %s\n", f.ID, f.Ref, f.Reason)
+		}
+		fmt.Fprintf(w, "%d of %d references stale; the git hook warns (or blocks with precommit.block: true)\n", len(rep.Stale), rep.Checked)
+	}
 
 	say("The index an agent gets at session start (learnwatch index)")
 	ix, err := buildIndex(a, root, cfg.Index.Budget)

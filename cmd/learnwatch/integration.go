@@ -15,6 +15,7 @@ import (
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // This file wires the optional passes (staleness, the learning engine) into
@@ -153,8 +154,15 @@ func rankEntries(a *app, root string, entries []index.Entry) ([]index.Entry, []s
 	}
 	usage, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
 	cands := make([]learn.Candidate, len(entries))
+	opts := staleness.OptionsFor(config.Default().Staleness)
+	if cfg, err := config.Load(root); err == nil {
+		opts = staleness.OptionsFor(cfg.Staleness)
+	}
 	for i, e := range entries {
 		cands[i] = candidateOf(e, log, usage)
+		for _, r := range staleness.ExtractMarkdown([]byte(e.Text), opts) {
+			cands[i].Refs = append(cands[i].Refs, r.Path)
+		}
 	}
 	ranked := learn.Rank(cands, stats, n, changedFiles(a, root))
 	score := map[string]float64{}
@@ -199,6 +207,23 @@ func reviewExtras(a *app, root string) reviewExtra {
 			}
 		}
 	}
+	if cfg, err := config.Load(root); err == nil {
+		log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+		if err == nil {
+			if st, err := staleKnowledge(root, cfg, log); err == nil && len(st) > 0 {
+				x.json["stale_knowledge"] = st
+				for _, f := range st {
+					line := fmt.Sprintf("%s references %s (%s)", f.ID, f.Ref, f.Reason)
+					if f.RenamedTo != "" {
+						line += ", renamed to " + f.RenamedTo
+					}
+					x.lines = append(x.lines, line)
+				}
+			} else if err != nil {
+				a.log.Debug("staleness check skipped in review", "err", err)
+			}
+		}
+	}
 	p := loadPolicy(a, root)
 	if old := learn.StaleOverlays(p, now()); len(old) > 0 {
 		x.json["stale_overlays"] = old
@@ -218,9 +243,43 @@ func changedFiles(a *app, root string) []string {
 	return files
 }
 
-// staleHook returns the staleness pass reconcile runs under its lock.
+// staleHook returns the staleness pass reconcile runs under its lock: the
+// knowledge files and the log's observations are checked against HEAD (the
+// working tree outside git), stale observations are marked in the log
+// (reconcile writes it) and the number of stale references is returned.
 func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
-	return nil
+	return func(root string, log *manifest.Log) (int, error) {
+		chk, err := staleness.Open(root, staleness.Auto, cfg.Staleness)
+		if err != nil {
+			return 0, err
+		}
+		rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+		if err != nil {
+			return 0, err
+		}
+		staleness.Mark(log, rep.Stale)
+		return len(rep.Stale), nil
+	}
+}
+
+// staleKnowledge lists stale references of knowledge entries (ADR/PF), for
+// review; observations carry their own mayBeStale flag.
+func staleKnowledge(root string, cfg config.Config, log *manifest.Log) ([]staleness.Finding, error) {
+	chk, err := staleness.Open(root, staleness.Auto, cfg.Staleness)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+	if err != nil {
+		return nil, err
+	}
+	var out []staleness.Finding
+	for _, f := range rep.Stale {
+		if strings.HasPrefix(f.ID, "ADR-") || strings.HasPrefix(f.ID, "PF-") {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // recordCitations appends one helpful "cited" feedback event per entry an

@@ -1,0 +1,4 @@
+package db
+
+// Schema is the current database schema version.
+const Schema = 7
