@@ -259,6 +259,13 @@ func Plan(st *State, now time.Time) Result {
 	st.Manifest.Entries = kept
 	rebuild(st, sections, claimed, now, &res)
 	heal(st, sections, claimed, now, &res)
+	// Every registered knowledge anchor has a usage entry: a crash between
+	// the manifest and the usage write, or an entry rebuilt, would lose it.
+	for _, e := range st.Manifest.Entries {
+		if _, refused := st.Refused[e.Path]; e.AnchorID != "" && !refused {
+			st.Usage.Register(e.AnchorID, now)
+		}
+	}
 	return res
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode"
 
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -34,6 +35,8 @@ func ParseInput(data []byte) ([]*manifest.Observation, error) {
 		return out, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	// Lines are counted in the input as given: add the blank lines trimmed.
+	lead := bytes.Count(data[:len(data)-len(bytes.TrimLeftFunc(data, unicode.IsSpace))], []byte("\n"))
 	var out []*manifest.Observation
 	for {
 		var r json.RawMessage
@@ -42,12 +45,19 @@ func ParseInput(data []byte) ([]*manifest.Observation, error) {
 			break
 		}
 		if err != nil {
-			line := 1 + bytes.Count(trimmed[:dec.InputOffset()], []byte("\n"))
+			// A decoder's SyntaxError carries the absolute offset of the bad
+			// byte; InputOffset is only the end of the last good value.
+			off := dec.InputOffset()
+			var se *json.SyntaxError
+			if errors.As(err, &se) && se.Offset > off {
+				off = min(se.Offset, int64(len(trimmed)))
+			}
+			line := 1 + lead + bytes.Count(trimmed[:off], []byte("\n"))
 			return nil, fmt.Errorf("line %d: input is not JSON: %w", line, err)
 		}
 		o, err := decodeOne(r)
 		if err != nil {
-			line := 1 + bytes.Count(trimmed[:dec.InputOffset()], []byte("\n"))
+			line := 1 + lead + bytes.Count(trimmed[:dec.InputOffset()], []byte("\n"))
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		out = append(out, o)

@@ -102,9 +102,12 @@ func (o *Observation) SetExtra(key string, v json.RawMessage) {
 // Clone returns a deep copy.
 func (o *Observation) Clone() *Observation {
 	c := *o
-	c.Evidence = append([]string(nil), o.Evidence...)
-	if o.Evidence == nil {
-		c.Evidence = nil
+	// Keep nil and empty apart ("evidence":null vs []): the clone taken at
+	// parse time must DeepEqual the observation, or an untouched line
+	// counts as changed and is re-encoded on every write.
+	c.Evidence = nil
+	if o.Evidence != nil {
+		c.Evidence = append(make([]string, 0, len(o.Evidence)), o.Evidence...)
 	}
 	c.setOrder = append([]string(nil), o.setOrder...)
 	if o.set != nil {

@@ -326,7 +326,10 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 		return addedSection{}, skipCapacity, nil
 	}
 	if k.kind == markdown.PF {
-		d := markdown.ParseDetails(o.Details)
+		// Compare the Area and Issue the new entry would get (with the
+		// renderer's fallbacks: Area "general", Issue from the pattern) with
+		// those of the existing entries, like with like.
+		d := markdown.Fields(markdown.RenderPitfall("PF-000", e))
 		key := lifecycle.PitfallKey(d["area"], d["issue"])
 		if key != "" {
 			for _, s := range secs {
