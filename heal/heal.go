@@ -85,6 +85,9 @@ type State struct {
 	ManifestExists bool
 	ManifestErr    error
 	Usage          *manifest.Usage
+	// UsageErr is set when the usage file did not parse: it is rebuilt
+	// (the corrupt one kept as a backup).
+	UsageErr error
 	// Knowledge holds the knowledge files by path relative to root, nil
 	// content when the file is absent.
 	Knowledge map[string][]byte
@@ -115,7 +118,9 @@ func Load(root string) (*State, error) {
 		return nil, st.ManifestErr
 	}
 	st.Usage, err = manifest.ReadUsage(p.Usage)
-	if err != nil {
+	if errors.Is(err, manifest.ErrCorruptUsage) {
+		st.Usage, st.UsageErr = manifest.NewUsage(), err
+	} else if err != nil {
 		return nil, err
 	}
 	for _, path := range []string{p.Decisions, p.Pitfalls} {
@@ -434,6 +439,7 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	if !st.Log.Exists {
 		return Result{}, nil
 	}
+	removeStrayTemps(p)
 	usageBefore, _ := st.Usage.Encode()
 	manifestBefore, _ := st.Manifest.Encode()
 	res := Plan(st, opts.Now)
@@ -491,13 +497,41 @@ func write(st *State, p manifest.Paths, manifestBefore, usageBefore []byte, res 
 	if err := failpoint.Inject("reconcile:after-manifest"); err != nil {
 		return err
 	}
-	if u, err := st.Usage.Encode(); err == nil && string(u) != string(usageBefore) {
+	if st.UsageErr != nil {
+		backup := fmt.Sprintf("%s.corrupt-%s", p.Usage, time.Now().UTC().Format("20060102T150405Z"))
+		if b, err := os.ReadFile(p.Usage); err == nil {
+			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
+				return err
+			}
+			res.Problems = append(res.Problems, fmt.Sprintf("%v: rebuilt from the manifest, the corrupt file saved as %s", st.UsageErr, filepath.Base(backup)))
+		}
+	}
+	if u, err := st.Usage.Encode(); err == nil && (st.UsageErr != nil || string(u) != string(usageBefore)) {
 		if err := manifest.WriteUsage(p.Usage, st.Usage); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Usage)
 	}
 	return nil
+}
+
+// StrayTempAge is how old a temp file of an atomic write must be before
+// reconcile removes it: a process killed mid-write leaves one behind.
+const StrayTempAge = 10 * time.Minute
+
+// removeStrayTemps deletes leftover ".<name>.tmp-<random>" files of killed
+// atomic writes in the memory and knowledge directories. The caller holds
+// the learning lock; the age bound keeps a concurrent knowledge writer's
+// temp file (under the knowledge lock only) safe.
+func removeStrayTemps(p manifest.Paths) {
+	for _, dir := range []string{p.Memory, filepath.Dir(p.Decisions)} {
+		matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+		for _, m := range matches {
+			if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > StrayTempAge {
+				_ = os.Remove(m)
+			}
+		}
+	}
 }
 
 // Summary is a one-line human summary of a result.

@@ -72,6 +72,17 @@ func decodeOne(r json.RawMessage) (*manifest.Observation, error) {
 	}
 	var o manifest.Observation
 	if err := json.Unmarshal(r, &o); err != nil {
+		// Valid JSON with a field of the wrong type is an invalid
+		// observation, skipped with a message naming it and the field.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			var loose struct {
+				ID any `json:"id"`
+			}
+			_ = json.Unmarshal(r, &loose)
+			id, _ := loose.ID.(string)
+			return manifest.InvalidObservation(id, fmt.Errorf("field %s: %s where %s was expected", te.Field, te.Value, te.Type)), nil
+		}
 		return nil, fmt.Errorf("observation does not fit the format: %w", err)
 	}
 	return &o, nil

@@ -83,9 +83,15 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 			mu.Unlock()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		if fi, serr := os.Stat(path); serr == nil && time.Since(fi.ModTime()) > StaleAfter {
-			takeOver(path)
-			continue
+		if fi, serr := os.Stat(path); serr == nil {
+			if time.Since(fi.ModTime()) > StaleAfter {
+				takeOver(path, nil)
+				continue
+			}
+			if ownerDead(path, fi) {
+				takeOver(path, fi)
+				continue
+			}
 		}
 		if time.Now().After(deadline) {
 			mu.Unlock()
@@ -101,15 +107,58 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 			delay *= 2
 		}
 	}
+	writeOwner(path)
 	l := &Lock{path: path, mu: mu, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.heartbeat()
 	return l, nil
 }
 
-// takeOver removes a stale lock directory. It renames it aside first and
-// re-checks the age of what it moved, so that two writers taking over at
-// once cannot remove a lock the other has just created.
-func takeOver(path string) {
+// The owner file sits next to the lock directory (never inside it: other
+// tools remove their locks with rmdir) and names the holder: pid, host and
+// the lock directory's inode. A lock whose owner file names this host, the
+// same inode and a process that no longer exists was left by a learnwatch
+// that was killed, and is taken over at once instead of after StaleAfter.
+func ownerPath(lock string) string { return lock + ".owner" }
+
+func writeOwner(lock string) {
+	fi, err := os.Stat(lock)
+	if err != nil {
+		return
+	}
+	host, _ := os.Hostname()
+	line := fmt.Sprintf("%d %s %d\n", os.Getpid(), host, inode(fi))
+	_ = os.WriteFile(ownerPath(lock), []byte(line), 0o644)
+}
+
+func ownerDead(lock string, fi os.FileInfo) bool {
+	ofi, err := os.Stat(ownerPath(lock))
+	// The owner file must be as fresh as the lock directory: a directory
+	// created later (another tool's lock, perhaps reusing the inode) is not
+	// the one the file describes.
+	if err != nil || fi.ModTime().After(ofi.ModTime().Add(time.Second)) {
+		return false
+	}
+	b, err := os.ReadFile(ownerPath(lock))
+	if err != nil {
+		return false
+	}
+	var pid int
+	var host string
+	var ino uint64
+	if n, _ := fmt.Sscanf(string(b), "%d %s %d", &pid, &host, &ino); n != 3 || pid <= 0 {
+		return false
+	}
+	if h, _ := os.Hostname(); h != host || ino != inode(fi) || pid == os.Getpid() {
+		return false
+	}
+	return !processAlive(pid)
+}
+
+// takeOver removes a stale lock directory, or (dead != nil) the lock
+// directory dead describes, whose owner process is gone. It renames it
+// aside first and re-checks what it moved, so that two writers taking over
+// at once cannot remove a lock the other has just created.
+func takeOver(path string, dead os.FileInfo) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	aside := path + ".stale-" + hex.EncodeToString(b[:])
@@ -117,7 +166,11 @@ func takeOver(path string) {
 		return
 	}
 	fi, err := os.Stat(aside)
-	if err == nil && time.Since(fi.ModTime()) <= StaleAfter {
+	fresh := err == nil && time.Since(fi.ModTime()) <= StaleAfter
+	if dead != nil {
+		fresh = err == nil && (inode(fi) != inode(dead) || fi.ModTime().After(dead.ModTime()))
+	}
+	if fresh {
 		// We moved a lock another writer had just created: put it back
 		// (rename onto a missing name). If a third writer took the name in
 		// between, the moved lock is stale to its owner's heartbeat anyway.
@@ -140,6 +193,7 @@ func (l *Lock) heartbeat() {
 		case <-t.C:
 			now := time.Now()
 			_ = os.Chtimes(l.path, now, now)
+			_ = os.Chtimes(ownerPath(l.path), now, now)
 		}
 	}
 }
@@ -148,6 +202,7 @@ func (l *Lock) heartbeat() {
 func (l *Lock) Release() error {
 	close(l.stop)
 	<-l.done
+	_ = os.Remove(ownerPath(l.path))
 	err := os.Remove(l.path)
 	l.mu.Unlock()
 	if err != nil && !os.IsNotExist(err) {

@@ -53,6 +53,15 @@ type Observation struct {
 	raw      []byte
 	set      map[string]json.RawMessage
 	setOrder []string
+	// invalid, when set, is what Validate reports (input that did not fit
+	// the format, see InvalidObservation).
+	invalid error
+}
+
+// InvalidObservation is a placeholder for an input object that did not fit
+// the format (a field of the wrong type): Validate reports err.
+func InvalidObservation(id string, err error) *Observation {
+	return &Observation{ID: id, invalid: err}
 }
 
 // knownKeys are the JSON names of Observation's typed fields, in the order
@@ -123,6 +132,8 @@ func (o *Observation) Clone() *Observation {
 // the field. A nil error means valid.
 func (o *Observation) Validate() error {
 	switch {
+	case o.invalid != nil:
+		return o.invalid
 	case o.ID == "":
 		return errors.New("field id: missing")
 	case !strings.HasPrefix(o.ID, "obs_"):

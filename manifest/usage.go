@@ -17,6 +17,14 @@ type Usage struct {
 	extra   map[string]json.RawMessage
 }
 
+// ErrCorruptUsage wraps a usage file that exists but does not parse.
+var ErrCorruptUsage = errors.New("usage file is not valid")
+
+// NewUsage returns an empty usage file.
+func NewUsage() *Usage {
+	return &Usage{Version: 1, Entries: map[string]map[string]json.RawMessage{}}
+}
+
 // ReadUsage reads the usage file; a missing file is an empty usage.
 func ReadUsage(path string) (*Usage, error) {
 	u := &Usage{Version: 1, Entries: map[string]map[string]json.RawMessage{}}
@@ -29,17 +37,17 @@ func ReadUsage(path string) (*Usage, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorruptUsage, err)
 	}
 	for k, v := range top {
 		switch k {
 		case "version":
 			if err := json.Unmarshal(v, &u.Version); err != nil {
-				return nil, fmt.Errorf("parse %s: field version: %w", path, err)
+				return nil, fmt.Errorf("%s: %w: field version: %v", path, ErrCorruptUsage, err)
 			}
 		case "entries":
 			if err := json.Unmarshal(v, &u.Entries); err != nil {
-				return nil, fmt.Errorf("parse %s: field entries: %w", path, err)
+				return nil, fmt.Errorf("%s: %w: field entries: %v", path, ErrCorruptUsage, err)
 			}
 			if u.Entries == nil {
 				u.Entries = map[string]map[string]json.RawMessage{}

@@ -97,7 +97,7 @@ func Load(p manifest.Paths) (*State, error) {
 	}
 	u, err := manifest.ReadUsage(p.Usage)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (run learnwatch reconcile to rebuild it)", err)
 	}
 	return &State{Paths: p, Log: log, Manifest: m, Usage: u}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // app is the state shared by every command: global flags and I/O.
@@ -56,6 +57,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitcode.OK
 	}
 	code := exitcode.Of(err)
+	if errors.Is(err, manifest.ErrCorruptManifest) || errors.Is(err, manifest.ErrCorruptUsage) {
+		code = exitcode.BadInput // a file that does not parse is bad input
+	}
 	var silent *silentError
 	if !errors.As(err, &silent) {
 		fmt.Fprintf(stderr, "learnwatch: %v\n", err)

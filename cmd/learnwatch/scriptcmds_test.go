@@ -290,8 +290,8 @@ func snapshotTree(dir string) (map[string]fileState, error) {
 		if err != nil {
 			return err
 		}
-		if !d.Type().IsRegular() {
-			return nil
+		if !d.Type().IsRegular() || strings.HasSuffix(d.Name(), ".lock.owner") {
+			return nil // lock owner files come and go with the locks
 		}
 		fi, err := d.Info()
 		if err != nil {
