@@ -51,6 +51,10 @@ type Watch struct {
 	// Rescan is the periodic full-reconcile interval used only when the
 	// inotify watch limit was hit.
 	Rescan Duration `yaml:"rescan"`
+	// MaxDelay caps how long a steady stream of events can postpone a
+	// reconcile (measured from the first event of a burst; 0: the watcher's
+	// default, 2s).
+	MaxDelay Duration `yaml:"max_delay"`
 }
 
 // Index configures the session-start index.

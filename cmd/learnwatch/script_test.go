@@ -1,16 +1,45 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(prebuilt{m}, map[string]func(){
 		"learnwatch": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
+}
+
+// prebuilt runs the tests with a normally built learnwatch first on $PATH
+// when this test binary has the race detector: the scripts start thousands
+// of learnwatch processes, and a race-instrumented one is several times
+// slower to start and run. Races are caught by the in-process tests of the
+// packages (concurrency tests included); the scripts check behaviour.
+type prebuilt struct{ m *testing.M }
+
+func (p prebuilt) Run() int {
+	if !raceEnabled || os.Getenv("LEARNWATCH_SCRIPTS_RACE") != "" {
+		return p.m.Run()
+	}
+	dir, err := os.MkdirTemp("", "learnwatch-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "learnwatch"), ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build for the scripts: %v\n%s", err, out)
+		return 1
+	}
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return p.m.Run()
 }
 
 // TestScripts runs every testdata/script/*.txtar: one CLI scenario each.

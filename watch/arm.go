@@ -1,0 +1,389 @@
+package watch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// targets is what the watcher cares about: the directories to watch and the
+// files whose change calls for a reconcile.
+type targets struct {
+	valid bool
+	// dirs: every directory holding a watched file, the knowledge,
+	// commands and skills directories, and their ancestors up to the root
+	// (so that a removed and re-created directory is noticed).
+	dirs map[string]bool
+	// files: the log, the manifest, the knowledge files and every manifest
+	// path. Other files in watched directories are ignored.
+	files map[string]bool
+	// manifestFP is the manifest the set was computed from.
+	manifestFP fingerprint
+}
+
+// computeTargets reads the manifest and derives the watch set. Manifest
+// paths that resolve outside the root are never watched. Resolutions are
+// cached between calls (10,000 entries cost 10,000 lstats) until a watched
+// directory changes (dirty), since a directory may have been replaced by a
+// symlink.
+func (w *watcher) computeTargets() targets {
+	p := w.paths
+	t := targets{valid: true, dirs: map[string]bool{}, files: map[string]bool{}}
+	t.manifestFP, _ = stat(p.Manifest)
+	for _, f := range []string{p.Log, p.Manifest, p.Decisions, p.Pitfalls} {
+		t.files[f] = true
+	}
+	res := manifest.NewResolver(w.root)
+	refused := 0
+	for _, d := range []string{p.Memory, filepath.Dir(p.Decisions), p.Commands, p.Skills} {
+		// .claude may be a symlink to somewhere else: never watch there.
+		if _, _, err := res.Resolve(w.rel(d)); err != nil {
+			refused++
+			continue
+		}
+		t.dirs[d] = true
+	}
+	paths, err := manifestPaths(p.Manifest)
+	if err != nil {
+		w.log.Debug("manifest unreadable; watching the fixed directories only", "err", err)
+	}
+	if w.resolved == nil {
+		w.resolved = map[string]string{}
+	}
+	seen := make(map[string]bool, len(paths))
+	for _, path := range paths {
+		path, _, _ = strings.Cut(path, "#")
+		seen[path] = true
+		abs, ok := w.resolved[path]
+		if !ok {
+			abs, _, err = res.Resolve(path)
+			if err != nil {
+				abs = ""
+			}
+			w.resolved[path] = abs
+		}
+		if abs == "" {
+			refused++
+			continue
+		}
+		t.files[abs] = true
+		t.dirs[filepath.Dir(abs)] = true
+	}
+	for path := range w.resolved {
+		if !seen[path] {
+			delete(w.resolved, path)
+		}
+	}
+	if refused > 0 {
+		w.log.Debug("paths outside the root are not watched", "refused", refused)
+	}
+	base := make([]string, 0, len(t.dirs))
+	for d := range t.dirs {
+		base = append(base, d)
+	}
+	for _, d := range base {
+		for a := filepath.Dir(d); a != d && w.inside(a) && !t.dirs[a]; d, a = a, filepath.Dir(a) {
+			t.dirs[a] = true
+		}
+	}
+	return t
+}
+
+// manifestPaths returns the path of every manifest entry. It decodes only
+// that field: the watcher needs nothing else, and the manifest of 10,000
+// artifacts is re-read after every reconcile that changed it.
+func manifestPaths(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Entries []struct {
+			Path string `json:"path"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := make([]string, 0, len(m.Entries))
+	for _, e := range m.Entries {
+		out = append(out, e.Path)
+	}
+	return out, nil
+}
+
+// rearm makes the armed watches match the targets: it adds missing
+// directories, replaces watches whose directory was re-created (another
+// inode at the same path), and drops watches on directories that are gone
+// or no longer wanted. With recompute, the targets are re-read from the
+// manifest when it changed.
+//
+// thorough also stats the directories that are armed and listed, to find
+// one re-created without an event (after an overflow, or a directory the
+// limit left unwatched); otherwise the directory events did that already.
+func (w *watcher) rearm(recompute, thorough bool) {
+	if !w.targets.valid || recompute && w.manifestChanged() {
+		w.targets = w.computeTargets()
+	}
+	if w.fsw == nil {
+		w.state.Watches = 0
+		return
+	}
+	listed := map[string]bool{}
+	for _, p := range w.fsw.WatchList() {
+		listed[p] = true
+	}
+	dirs := make([]string, 0, len(w.targets.dirs))
+	for d := range w.targets.dirs {
+		dirs = append(dirs, d)
+	}
+	w.arm(dirs, listed, thorough)
+	for d := range w.armed {
+		if !w.targets.dirs[d] {
+			_ = w.fsw.Remove(d)
+			delete(w.armed, d)
+		}
+	}
+}
+
+// rearmUnder re-arms the target directories at or below dir, after dir
+// itself appeared, disappeared or moved. It is cheap enough to run for
+// every such event of a burst (rm -rf of thousands of skill directories).
+func (w *watcher) rearmUnder(dir string) {
+	if w.fsw == nil {
+		return
+	}
+	var dirs []string
+	prefix := dir + string(filepath.Separator)
+	for d := range w.targets.dirs {
+		if d == dir || strings.HasPrefix(d, prefix) {
+			dirs = append(dirs, d)
+		}
+	}
+	w.arm(dirs, nil, true)
+}
+
+// invalidate forgets the cached resolution of every manifest path at or
+// below a directory that changed (and every refused one), so the next
+// computeTargets re-checks them for symlinks.
+func (w *watcher) invalidate(changed map[string]bool) {
+	for path, abs := range w.resolved {
+		if abs == "" {
+			delete(w.resolved, path)
+			continue
+		}
+		for d := filepath.Dir(abs); w.inside(d); d = filepath.Dir(d) {
+			if changed[d] {
+				delete(w.resolved, path)
+				break
+			}
+			if d == w.root {
+				break
+			}
+		}
+	}
+	w.targets.valid = false
+}
+
+// arm checks each directory and (re-)adds its watch when needed. listed is
+// fsnotify's watch list; nil means unknown, and Add is called again for
+// every existing directory (Add on a watched path is a no-op, and it
+// restores a watch fsnotify dropped when the directory moved away and
+// back with the same inode). Without thorough, a directory armed and
+// listed is trusted without a stat.
+func (w *watcher) arm(dirs []string, listed map[string]bool, thorough bool) {
+	// Shallow first: the root chain and the fixed directories get the
+	// watches when the limit is near.
+	sort.Slice(dirs, func(i, j int) bool {
+		di, dj := strings.Count(dirs[i], string(filepath.Separator)), strings.Count(dirs[j], string(filepath.Separator))
+		if di != dj {
+			return di < dj
+		}
+		return dirs[i] < dirs[j]
+	})
+	var limitErr error
+	missing := 0
+	for _, d := range dirs {
+		cur, armed := w.armed[d]
+		if armed && !thorough && listed[d] {
+			continue
+		}
+		id, ok := dirID(d)
+		if !ok {
+			if armed {
+				_ = w.fsw.Remove(d) // the kernel may have dropped it already
+				delete(w.armed, d)
+			}
+			continue
+		}
+		if armed && cur == id && listed != nil && listed[d] {
+			continue
+		}
+		if armed && cur != id {
+			_ = w.fsw.Remove(d) // a stale watch on the old inode
+		}
+		delete(w.armed, d)
+		if err := w.add(d); err != nil {
+			if isLimit(err) {
+				limitErr = err
+				missing++
+				continue
+			}
+			if !errors.Is(err, os.ErrNotExist) {
+				w.log.Warn("cannot watch directory", "dir", d, "err", err)
+			}
+			continue
+		}
+		w.armed[d] = id
+	}
+	w.state.Watches = len(w.armed)
+	if listed != nil || limitErr != nil {
+		// A full pass knows whether the limit still bites; a partial one
+		// only that it does.
+		w.setLimit(limitErr, missing)
+	}
+}
+
+func (w *watcher) manifestChanged() bool {
+	fp, _ := stat(w.paths.Manifest)
+	return fp != w.targets.manifestFP
+}
+
+// setLimit records whether the inotify limits keep directories unwatched,
+// says so once in the log, and turns the periodic rescan on or off.
+func (w *watcher) setLimit(err error, missing int) {
+	was := w.limitErr != nil
+	w.limitErr = err
+	w.state.WatchLimitHit = err != nil
+	w.state.Unwatched = missing
+	switch {
+	case err != nil && !was:
+		w.state.LimitError = err.Error()
+		w.log.Error("inotify limit reached: some directories are not watched; falling back to a full reconcile every watch.rescan",
+			"err", err, "unwatched_dirs", missing, "watched_dirs", len(w.armed), "rescan", w.set.rescan.String(),
+			"fix", "raise fs.inotify.max_user_watches / fs.inotify.max_user_instances (sysctl)")
+	case err == nil && was:
+		w.state.LimitError = ""
+		w.log.Info("every directory is watched again; periodic rescans stop", "watched_dirs", len(w.armed))
+	}
+	if w.timer != nil { // not before run set things up
+		w.updateTicker()
+	}
+}
+
+// isLimit reports an inotify resource limit: ENOSPC from inotify_add_watch
+// (max_user_watches) or EMFILE (max_user_instances).
+func isLimit(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EMFILE)
+}
+
+// onEvent decides whether an fsnotify event belongs to the current burst.
+func (w *watcher) onEvent(ev fsnotify.Event) {
+	name := filepath.Clean(ev.Name)
+	if ignoredName(filepath.Base(name)) {
+		return
+	}
+	if w.targets.dirs[name] {
+		// A watched directory (or one on the way to it) appeared,
+		// disappeared or moved: re-arm at once so files created in a new
+		// directory are seen, and reconcile.
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			w.rearmUnder(name)
+			if w.changed == nil {
+				w.changed = map[string]bool{}
+			}
+			w.changed[name] = true // re-resolve the paths below it before reconciling
+			w.markPending("dir "+ev.Op.String()+" "+w.rel(name), false)
+		}
+		return
+	}
+	if !w.targets.files[name] {
+		return
+	}
+	if ev.Op == fsnotify.Chmod {
+		return // attributes only: the content reconcile compares is unchanged
+	}
+	if fp, ok := w.own[name]; ok {
+		if cur, err := stat(name); err == nil && cur == fp {
+			return // our own write
+		}
+		delete(w.own, name)
+	}
+	w.markPending(ev.Op.String()+" "+w.rel(name), false)
+}
+
+// recordOwn remembers the fingerprints of the files reconcile just wrote,
+// so the events of those writes do not trigger another reconcile.
+func (w *watcher) recordOwn(paths []string) {
+	for _, p := range paths {
+		p = filepath.Clean(p)
+		if fp, err := stat(p); err == nil {
+			w.own[p] = fp
+		} else {
+			delete(w.own, p)
+		}
+	}
+}
+
+// inside reports whether p is the root or below it.
+func (w *watcher) inside(p string) bool {
+	return p == w.root || strings.HasPrefix(p, w.root+string(filepath.Separator))
+}
+
+func (w *watcher) rel(p string) string {
+	if r, err := filepath.Rel(w.root, p); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return p
+}
+
+// ignoredName reports files that never call for a reconcile: temp files of
+// atomic writes, lock directories, the watcher's own pid and state files,
+// backups of corrupt files.
+func ignoredName(base string) bool {
+	switch {
+	case strings.Contains(base, ".tmp-"),
+		strings.HasSuffix(base, ".lock"),
+		strings.Contains(base, ".lock.stale-"),
+		base == pidFile, base == stateFile,
+		strings.Contains(base, ".corrupt-"):
+		return true
+	}
+	return false
+}
+
+// fingerprint identifies one version of a file cheaply.
+type fingerprint struct {
+	size  int64
+	mtime int64
+	id    fileID
+}
+
+func stat(p string) (fingerprint, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fingerprint{}, err
+	}
+	return fingerprint{size: fi.Size(), mtime: fi.ModTime().UnixNano(), id: idOf(fi)}, nil
+}
+
+// dirID returns the identity of the directory at p.
+func dirID(p string) (fileID, bool) {
+	fi, err := os.Stat(p)
+	if err != nil || !fi.IsDir() {
+		return fileID{}, false
+	}
+	return idOf(fi), true
+}

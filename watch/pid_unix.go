@@ -1,0 +1,99 @@
+//go:build unix
+
+package watch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// fileID is a file's identity (device and inode): a directory removed and
+// re-created at the same path has another one.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi os.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino)}
+	}
+	return fileID{}
+}
+
+// alive reports whether a process with pid exists.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// pidLock is the held .memory/.watch.pid.
+type pidLock struct {
+	f    *os.File
+	path string
+	pid  int
+}
+
+// acquirePIDFile makes this process the repository's only watcher. The pid
+// file is locked with flock, which the kernel releases when the process
+// dies, so the file a killed watcher left behind is simply taken over;
+// where flock is unavailable, the recorded pid's liveness decides.
+func acquirePIDFile(memDir string) (*pidLock, error) {
+	if err := os.MkdirAll(memDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", memDir, err)
+	}
+	path := filepath.Join(memDir, pidFile)
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			pid, _ := readPID(path)
+			return nil, &RunningError{PID: pid, Path: path}
+		}
+		if err != nil {
+			// No flock on this file system: fall back to the pid check.
+			if pid, ok := readPID(path); ok && pid != os.Getpid() && alive(pid) {
+				f.Close()
+				return nil, &RunningError{PID: pid, Path: path}
+			}
+		}
+		// The previous owner may have removed the file between our open
+		// and our lock: make sure we hold the file that is at path now.
+		fi1, err1 := f.Stat()
+		fi2, err2 := os.Stat(path)
+		if err1 != nil || err2 != nil || !os.SameFile(fi1, fi2) {
+			f.Close()
+			if attempt > 10 {
+				return nil, fmt.Errorf("lock %s: the file keeps changing", path)
+			}
+			continue
+		}
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+		if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+		_ = f.Sync()
+		return &pidLock{f: f, path: path, pid: os.Getpid()}, nil
+	}
+}
+
+// release removes the pid file (still holding the lock, so no other
+// watcher can be holding it) and unlocks.
+func (l *pidLock) release() {
+	_ = os.Remove(l.path)
+	_ = l.f.Close()
+}

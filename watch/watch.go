@@ -1,0 +1,445 @@
+// Package watch owns `learnwatch watch`, the long-running reconciler. It
+// watches the directories that hold the memory's files with fsnotify
+// (directories, never thousands of single files), coalesces each burst of
+// events into one full heal.Reconcile after a debounce window, ignores its own
+// writes, re-arms watches that were lost (a directory removed and re-created,
+// .memory moved away and back, a kernel queue overflow), falls back to
+// periodic full reconciles only when the inotify limits are hit, keeps one
+// watcher per repository (.memory/.watch.pid) and publishes its counters in
+// .memory/.watch-state.json for `learnwatch status`.
+//
+// The design follows syncthing's watch aggregator: the events only say
+// "something under here changed"; what changed is decided by reconcile,
+// which re-checks every path after the debounce window, so an editor's
+// atomic save (write a temp file, rename it over) is an edit, never a
+// deletion.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// Options tune a watcher. The zero value uses .memory/learnwatch.yaml
+// (watch.debounce, watch.max_delay, watch.rescan, watch.render,
+// lock.timeout) with their defaults.
+type Options struct {
+	// Debounce, MaxDelay and Rescan override the config when > 0.
+	// Debounce is the quiet time after the last event of a burst before
+	// reconciling; MaxDelay caps the wait after the first event so a steady
+	// stream of events cannot starve reconcile; Rescan is the period of full
+	// reconciles used only when the inotify limits were hit.
+	Debounce, MaxDelay, Rescan time.Duration
+	// Poll, when > 0, adds a full reconcile every Poll even though inotify
+	// works: for file systems whose changes inotify does not report (some
+	// network and host bind mounts).
+	Poll time.Duration
+	// Log receives the structured log; nil discards it.
+	Log *slog.Logger
+	// Reload: each receive re-reads .memory/learnwatch.yaml (wire SIGHUP
+	// to it). Flag overrides above are kept.
+	Reload <-chan struct{}
+	// Stale is passed to heal.Options.Stale: the hook point for the
+	// staleness pass (a reference in the knowledge base that points at a
+	// removed file). Nil: no staleness pass.
+	Stale func(root string, log *manifest.Log) (int, error)
+	// AfterReconcile, when set, is called (in the watcher's goroutine) with
+	// the result of every successful reconcile: the CLI appends its
+	// learning signals (deleted, edited) to .memory/feedback.jsonl.
+	AfterReconcile func(heal.Result)
+}
+
+// Defaults used when neither the config nor Options set a value.
+const (
+	DefaultDebounce = 200 * time.Millisecond
+	DefaultMaxDelay = 2 * time.Second
+	DefaultRescan   = 30 * time.Second
+)
+
+// Run watches the repository at root until ctx is cancelled (SIGINT,
+// SIGTERM), then finishes the reconcile in flight and returns nil. It
+// returns a *RunningError when another watcher holds the repository.
+func Run(ctx context.Context, root string, opts Options) error {
+	w := newWatcher(root, opts)
+	return w.run(ctx)
+}
+
+// settings are the effective tunables (config + overrides).
+type settings struct {
+	debounce, maxDelay, rescan, poll time.Duration
+	render                           bool
+	lockTimeout                      time.Duration
+}
+
+type reconcileFunc func(ctx context.Context, root string, opts heal.Options) (heal.Result, error)
+
+// watcher is one run of the reconciler. Everything but inject is owned by
+// the goroutine in run.
+type watcher struct {
+	root  string
+	paths manifest.Paths
+	opts  Options
+	log   *slog.Logger
+	set   settings
+
+	fsw    *fsnotify.Watcher
+	inject chan error // tests push errors through the Errors path
+
+	targets  targets
+	changed  map[string]bool   // watched directories that changed since the last full re-arm
+	resolved map[string]string // manifest path → absolute path ("" refused)
+	armed    map[string]fileID
+	limitErr error // the last inotify limit error, nil when all watches are armed
+	own      map[string]fingerprint
+
+	// the burst being aggregated (zero first: nothing pending)
+	first, last time.Time
+	reason      string
+	now         bool
+	thorough    bool // events may have been lost: check every watch
+	retryAt     time.Time
+	backoff     time.Duration
+	timer       *time.Timer
+	ticker      *time.Ticker
+	tickEvery   time.Duration
+
+	state State
+
+	// test hooks
+	reconcile reconcileFunc
+	add       func(path string) error
+	newFS     func() (*fsnotify.Watcher, error)
+	afterFire func() // after a reconcile's results and state are written
+}
+
+func newWatcher(root string, opts Options) *watcher {
+	root = filepath.Clean(root)
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &watcher{
+		root:      root,
+		paths:     manifest.PathsFor(root),
+		opts:      opts,
+		log:       log,
+		inject:    make(chan error, 16),
+		armed:     map[string]fileID{},
+		own:       map[string]fingerprint{},
+		reconcile: heal.Reconcile,
+		newFS:     fsnotify.NewWatcher,
+	}
+	w.add = func(p string) error { return w.fsw.Add(p) }
+	return w
+}
+
+// injectError delivers err as if it came from fsnotify's Errors channel.
+func (w *watcher) injectError(err error) { w.inject <- err }
+
+func (w *watcher) loadSettings() error {
+	c, err := config.Load(w.root)
+	if err != nil {
+		return err
+	}
+	s := settings{
+		debounce:    c.Watch.Debounce.Duration,
+		maxDelay:    c.Watch.MaxDelay.Duration,
+		rescan:      c.Watch.Rescan.Duration,
+		render:      c.Watch.Render,
+		lockTimeout: c.Lock.Timeout.Duration,
+		poll:        w.opts.Poll,
+	}
+	if w.opts.Debounce > 0 {
+		s.debounce = w.opts.Debounce
+	}
+	if w.opts.MaxDelay > 0 {
+		s.maxDelay = w.opts.MaxDelay
+	}
+	if w.opts.Rescan > 0 {
+		s.rescan = w.opts.Rescan
+	}
+	if s.debounce <= 0 {
+		s.debounce = DefaultDebounce
+	}
+	if s.maxDelay <= 0 {
+		s.maxDelay = max(DefaultMaxDelay, 2*s.debounce)
+	}
+	s.maxDelay = max(s.maxDelay, s.debounce)
+	if s.rescan <= 0 {
+		s.rescan = DefaultRescan
+	}
+	w.set = s
+	return nil
+}
+
+func (w *watcher) run(ctx context.Context) error {
+	if err := w.loadSettings(); err != nil {
+		return err
+	}
+	pid, err := acquirePIDFile(w.paths.Memory)
+	if err != nil {
+		return err
+	}
+	defer pid.release()
+
+	now := time.Now()
+	w.state = State{PID: pid.pid, Root: w.root, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+	w.timer = time.NewTimer(time.Hour)
+	w.timer.Stop()
+	defer func() {
+		w.timer.Stop()
+		if w.ticker != nil {
+			w.ticker.Stop()
+		}
+	}()
+
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	w.fsw, err = w.newFS()
+	if err != nil {
+		// EMFILE: too many inotify instances (max_user_instances). Keep
+		// working with periodic rescans.
+		w.setLimit(fmt.Errorf("start inotify: %w", err), 0)
+		w.fsw = nil
+	} else {
+		defer w.fsw.Close()
+		events, errs = w.fsw.Events, w.fsw.Errors
+	}
+	w.rearm(true, true)
+	w.log.Info("watching", "root", w.root, "pid", pid.pid, "dirs", len(w.armed), "debounce", w.set.debounce.String(),
+		"max_delay", w.set.maxDelay.String(), "render", w.set.render)
+	// Catch up with whatever changed while no watcher ran.
+	w.markPending("startup", true)
+	w.fire(ctx)
+	w.updateTicker()
+
+	for {
+		var tick <-chan time.Time
+		if w.ticker != nil {
+			tick = w.ticker.C
+		}
+		select {
+		case <-ctx.Done():
+			w.log.Info("stopping", "reason", context.Cause(ctx))
+			w.state.StoppedAt = time.Now().UTC().Format(time.RFC3339Nano)
+			w.writeState()
+			return nil
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("fsnotify watcher closed")
+			}
+			w.onEvent(ev)
+		case err, ok := <-errs:
+			if !ok {
+				return errors.New("fsnotify watcher closed")
+			}
+			w.onError(err)
+		case err := <-w.inject:
+			w.onError(err)
+		case <-w.timer.C:
+			w.fire(ctx)
+		case <-tick:
+			w.thorough = true
+			w.markPending("rescan", true)
+			w.fire(ctx)
+		case <-w.opts.Reload:
+			w.reload()
+		}
+	}
+}
+
+// markPending records an event of the burst; now asks for the reconcile
+// at once (startup, overflow, rescan, retry) instead of after the debounce.
+func (w *watcher) markPending(reason string, now bool) {
+	t := time.Now()
+	if w.first.IsZero() {
+		w.first = t
+		w.reason = reason
+	}
+	w.last = t
+	w.now = w.now || now
+	w.schedule()
+}
+
+// schedule sets the timer to the next reconcile: debounce after the last
+// event, at most maxDelay after the first, not before a lock retry.
+func (w *watcher) schedule() {
+	if w.first.IsZero() {
+		w.timer.Stop()
+		return
+	}
+	due := w.last.Add(w.set.debounce)
+	if capAt := w.first.Add(w.set.maxDelay); capAt.Before(due) {
+		due = capAt
+	}
+	if w.now {
+		due = time.Now()
+	}
+	if w.retryAt.After(due) {
+		due = w.retryAt
+	}
+	w.timer.Reset(max(time.Until(due), 0))
+}
+
+// fire runs one full reconcile for the pending burst.
+func (w *watcher) fire(ctx context.Context) {
+	if w.first.IsZero() {
+		return
+	}
+	if time.Now().Before(w.retryAt) {
+		w.schedule()
+		return
+	}
+	reason, thorough := w.reason, w.thorough
+	waited := time.Since(w.first)
+	w.first, w.last, w.reason, w.now, w.thorough = time.Time{}, time.Time{}, "", false, false
+	w.timer.Stop()
+
+	if len(w.changed) > 0 || thorough {
+		// Directories changed or events were lost: re-resolve the targets
+		// and re-arm before reconciling, so that a change made while
+		// reconcile runs is seen.
+		w.invalidate(w.changed)
+		w.changed = nil
+		w.rearm(true, thorough)
+	}
+	start := time.Now()
+	// The signal context is not passed down: SIGTERM must not cut a write
+	// in half. Reconcile bounds its own lock wait (lock.timeout).
+	res, err := w.reconcile(context.WithoutCancel(ctx), w.root, heal.Options{
+		LockTimeout: w.set.lockTimeout, Render: w.set.render, Stale: w.opts.Stale,
+	})
+	took := time.Since(start)
+	w.recordOwn(res.Wrote)
+	if w.afterFire != nil {
+		defer w.afterFire()
+	}
+	if err != nil {
+		w.state.Counters.Errors++
+		w.state.LastError = err.Error()
+		if w.backoff == 0 {
+			w.backoff = time.Second
+		} else {
+			w.backoff = min(2*w.backoff, time.Minute)
+		}
+		w.retryAt = time.Now().Add(w.backoff)
+		lvl := slog.LevelError
+		if errors.Is(err, manifest.ErrLockTimeout) {
+			lvl = slog.LevelWarn
+		}
+		w.log.Log(ctx, lvl, "reconcile failed; retrying", "reason", reason, "err", err, "retry_in", w.backoff.String())
+		w.markPending("retry", true)
+		w.schedule()
+		w.writeState()
+		return
+	}
+	w.backoff, w.retryAt = 0, time.Time{}
+	w.state.LastError = ""
+	if w.opts.AfterReconcile != nil {
+		w.opts.AfterReconcile(res)
+	}
+	w.state.Counters.Reconciles++
+	w.state.Counters.Deletions += res.Deletions
+	w.state.Counters.Edits += res.Edits
+	w.state.Counters.Healed += res.Healed
+	w.state.Counters.Rendered += len(res.Rendered)
+	w.state.LastReconcileAt = time.Now().UTC().Format(time.RFC3339Nano)
+	lvl := slog.LevelDebug
+	if res.Deletions+res.Edits+res.Healed+len(res.Rendered) > 0 || reason == "startup" {
+		lvl = slog.LevelInfo
+	}
+	w.log.Log(ctx, lvl, "reconciled", "reason", reason, "waited_ms", waited.Milliseconds(), "took_ms", took.Milliseconds(),
+		"deletions", res.Deletions, "edits", res.Edits, "unchanged", res.Unchanged, "healed", res.Healed,
+		"rendered", len(res.Rendered), "deleted", head(res.Deleted), "edited", head(res.Edited))
+	for _, p := range res.Problems {
+		w.log.Warn("reconcile problem", "problem", p)
+	}
+	// The manifest's paths may have changed: watch the new set.
+	w.rearm(true, false)
+	w.writeState()
+	// A reconcile of thousands of artifacts allocates tens of MB that the
+	// idle daemon does not need: give them back now rather than keeping the
+	// peak resident for days.
+	if took > 50*time.Millisecond {
+		debug.FreeOSMemory()
+	}
+}
+
+// onError handles an error from fsnotify's Errors channel: an overflow or a
+// lost watch means events were missed, so re-arm everything and reconcile.
+func (w *watcher) onError(err error) {
+	reason := "overflow"
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		w.state.Counters.Overflows++
+		w.log.Warn("kernel event queue overflowed; full reconcile and re-arm", "err", err)
+	} else {
+		reason = "watch error"
+		w.state.Counters.Errors++
+		w.log.Warn("watch error; full reconcile and re-arm", "err", err)
+	}
+	w.targets.valid, w.resolved = false, nil
+	w.rearm(true, true)
+	w.thorough = true
+	w.markPending(reason, true)
+}
+
+func (w *watcher) reload() {
+	old := w.set
+	w.state.Counters.Reloads++
+	defer w.writeState()
+	if err := w.loadSettings(); err != nil {
+		w.state.ConfigError = err.Error()
+		w.log.Error("reload config failed; keeping the old settings", "err", err)
+		return
+	}
+	w.state.ConfigError = ""
+	w.log.Info("config reloaded", "debounce", w.set.debounce.String(), "max_delay", w.set.maxDelay.String(),
+		"rescan", w.set.rescan.String(), "render", w.set.render)
+	if old.rescan != w.set.rescan {
+		w.updateTicker()
+	}
+	w.schedule()
+}
+
+// updateTicker runs the periodic full reconcile only when it is needed:
+// the inotify limits were hit, or Poll asks for it. Idle otherwise.
+func (w *watcher) updateTicker() {
+	var every time.Duration
+	if w.limitErr != nil {
+		every = w.set.rescan
+	}
+	if w.set.poll > 0 && (every == 0 || w.set.poll < every) {
+		every = w.set.poll
+	}
+	if every == w.tickEvery {
+		return
+	}
+	if w.ticker != nil {
+		w.ticker.Stop()
+		w.ticker = nil
+	}
+	w.tickEvery = every
+	if every > 0 {
+		w.ticker = time.NewTicker(every)
+	}
+}
+
+// head keeps a log line short after a burst: the first ids, then a count.
+func head(ids []string) []string {
+	const n = 20
+	if len(ids) <= n {
+		return ids
+	}
+	return append(ids[:n:n], fmt.Sprintf("… %d more", len(ids)-n))
+}
