@@ -16,6 +16,7 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/staleness"
+	"github.com/learnwatch/learnwatch/watch"
 )
 
 // This file wires the optional passes (staleness, the learning engine) into
@@ -185,8 +186,37 @@ func rankEntries(a *app, root string, entries []index.Entry) ([]index.Entry, []s
 	return out, avoid
 }
 
-// watcherStatus describes the running watcher, nil when none ever ran.
-func watcherStatus(root string) map[string]any { return nil }
+// watcherStatus describes the watcher of root from its state file, nil
+// when none ever ran.
+func watcherStatus(root string) map[string]any {
+	st, running, err := watch.ReadState(root)
+	if err != nil || st.PID == 0 {
+		return nil
+	}
+	var sum string
+	if running {
+		sum = fmt.Sprintf("running (pid %d) since %s, %d directories watched", st.PID, st.StartedAt, st.Watches)
+	} else {
+		sum = fmt.Sprintf("not running (last pid %d, stopped %s)", st.PID, orNever(st.StoppedAt))
+	}
+	c := st.Counters
+	sum += fmt.Sprintf("; last reconcile %s; %d reconciles, %d deletions, %d edits, %d healed, %d overflows, %d errors",
+		orNever(st.LastReconcileAt), c.Reconciles, c.Deletions, c.Edits, c.Healed, c.Overflows, c.Errors)
+	if st.WatchLimitHit {
+		sum += fmt.Sprintf("; inotify watch limit hit (%d directories unwatched): rescanning every watch.rescan", st.Unwatched)
+	}
+	if st.LastError != "" {
+		sum += "; last error: " + st.LastError
+	}
+	return map[string]any{"running": running, "state": st, "summary": sum}
+}
+
+func orNever(s string) string {
+	if s == "" {
+		return "never"
+	}
+	return s
+}
 
 type reviewExtra struct {
 	json  map[string]any
