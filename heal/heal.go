@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -185,9 +186,6 @@ func Load(root string) (*State, error) {
 // counts. It does no I/O.
 func Plan(st *State, now time.Time) Result {
 	res := Result{Corrupt: st.Log.Corrupt()}
-	if st.ManifestErr != nil {
-		res.Problems = append(res.Problems, fmt.Sprintf("%v: rebuilding it from the knowledge files (the corrupt file is kept as a backup)", st.ManifestErr))
-	}
 	sections := map[string][]markdown.Section{}
 	for rel, src := range st.Knowledge {
 		sections[rel] = markdown.Sections(src)
@@ -440,8 +438,10 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		return Result{}, nil
 	}
 	removeStrayTemps(p)
-	usageBefore, _ := st.Usage.Encode()
-	manifestBefore, _ := st.Manifest.Encode()
+	// Change detection without encoding: heal only adds usage entries, and
+	// manifest entries are plain values.
+	usageBefore := len(st.Usage.Entries)
+	manifestBefore := append([]manifest.Entry(nil), st.Manifest.Entries...)
 	res := Plan(st, opts.Now)
 	if opts.Stale != nil {
 		n, err := opts.Stale(root, st.Log)
@@ -464,7 +464,7 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	return res, nil
 }
 
-func write(st *State, p manifest.Paths, manifestBefore, usageBefore []byte, res *Result) error {
+func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBefore int, res *Result) error {
 	if st.Log.Changed() {
 		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
 			return err
@@ -474,22 +474,14 @@ func write(st *State, p manifest.Paths, manifestBefore, usageBefore []byte, res 
 	if err := failpoint.Inject("reconcile:after-log"); err != nil {
 		return err
 	}
-	after, err := st.Manifest.Encode()
-	if err != nil {
-		return err
-	}
 	if st.ManifestErr != nil {
-		// Keep the corrupt manifest: nothing is ever lost.
-		backup := fmt.Sprintf("%s.corrupt-%s", p.Manifest, time.Now().UTC().Format("20060102T150405Z"))
-		if b, err := os.ReadFile(p.Manifest); err == nil {
-			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
-				return err
-			}
-			res.Problems = append(res.Problems, "corrupt manifest saved as "+filepath.Base(backup))
+		if err := keepCorrupt(p.Manifest, st.ManifestErr, "rebuilt from the knowledge files and the log", res); err != nil {
+			return err
 		}
 	}
-	if st.ManifestErr != nil || string(after) != string(manifestBefore) && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
-		if err := manifest.WriteFile(p.Manifest, after, 0o644); err != nil {
+	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
+	if st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
+		if err := manifest.WriteManifest(p.Manifest, st.Manifest); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Manifest)
@@ -498,20 +490,31 @@ func write(st *State, p manifest.Paths, manifestBefore, usageBefore []byte, res 
 		return err
 	}
 	if st.UsageErr != nil {
-		backup := fmt.Sprintf("%s.corrupt-%s", p.Usage, time.Now().UTC().Format("20060102T150405Z"))
-		if b, err := os.ReadFile(p.Usage); err == nil {
-			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
-				return err
-			}
-			res.Problems = append(res.Problems, fmt.Sprintf("%v: rebuilt from the manifest, the corrupt file saved as %s", st.UsageErr, filepath.Base(backup)))
+		if err := keepCorrupt(p.Usage, st.UsageErr, "rebuilt from the manifest", res); err != nil {
+			return err
 		}
 	}
-	if u, err := st.Usage.Encode(); err == nil && (st.UsageErr != nil || string(u) != string(usageBefore)) {
+	if st.UsageErr != nil || len(st.Usage.Entries) != usageBefore {
 		if err := manifest.WriteUsage(p.Usage, st.Usage); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Usage)
 	}
+	return nil
+}
+
+// keepCorrupt copies a file that did not parse to <path>.corrupt-<time>
+// before it is rebuilt: nothing is ever lost.
+func keepCorrupt(path string, why error, how string, res *Result) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil // gone meanwhile: nothing to keep
+	}
+	backup := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+	if err := manifest.WriteFile(backup, b, 0o644); err != nil {
+		return err
+	}
+	res.Problems = append(res.Problems, fmt.Sprintf("%v: %s; the corrupt file is kept as %s", why, how, filepath.Base(backup)))
 	return nil
 }
 
