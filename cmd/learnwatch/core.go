@@ -82,24 +82,21 @@ func newObserveCmd(a *app) *cobra.Command {
 }
 
 // observe merges in under the learning lock.
-func observe(a *app, root string, cfg config.Config, in []*manifest.Observation) (lifecycle.Result, error) {
-	p := manifest.PathsFor(root)
-	lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
-	if err != nil {
-		return lifecycle.Result{}, err
-	}
-	defer lock.Release()
-	log, err := manifest.ReadLog(p.Log)
-	if err != nil {
-		return lifecycle.Result{}, err
-	}
-	res := lifecycle.Observe(log, in, now(), policyMultiplier(a, root))
-	if log.Changed() || !log.Exists && len(log.Lines) > 0 {
-		if err := manifest.WriteLog(p.Log, log); err != nil {
-			return res, err
+func observe(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, err error) {
+	mult := policyMultiplier(a, root)
+	err = a.withLearningLock(root, cfg, func() error {
+		p := manifest.PathsFor(root)
+		log, err := manifest.ReadLog(p.Log)
+		if err != nil {
+			return err
 		}
-	}
-	return res, nil
+		res = lifecycle.Observe(log, in, now(), mult)
+		if log.Changed() || !log.Exists && len(log.Lines) > 0 {
+			return manifest.WriteLog(p.Log, log)
+		}
+		return nil
+	})
+	return res, err
 }
 
 func newRenderCmd(a *app) *cobra.Command {

@@ -175,14 +175,12 @@ func newPurgeCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := manifest.PathsFor(root)
-			lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
-			if err != nil {
+			var n int
+			var backup string
+			if err := a.withLearningLock(root, cfg, func() (err error) {
+				n, backup, err = manifest.Purge(manifest.PathsFor(root), now())
 				return err
-			}
-			defer lock.Release()
-			n, backup, err := manifest.Purge(p, now())
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			return a.emit(map[string]any{"removed": n, "backup": backup}, func(w io.Writer) {
@@ -210,14 +208,12 @@ func newClearCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := manifest.PathsFor(root)
-			lock, err := manifest.AcquireLock(a.ctx, p.LearningLock, cfg.Lock.Timeout.Duration)
-			if err != nil {
+			var n int
+			var backup string
+			if err := a.withLearningLock(root, cfg, func() (err error) {
+				n, backup, err = manifest.Clear(manifest.PathsFor(root), now())
 				return err
-			}
-			defer lock.Release()
-			n, backup, err := manifest.Clear(p, now())
-			if err != nil {
+			}); err != nil {
 				return err
 			}
 			return a.emit(map[string]any{"cleared": n, "backup": backup}, func(w io.Writer) {
