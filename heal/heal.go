@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -404,12 +405,7 @@ func sortedKeys(m map[string][]byte) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	// decisions before pitfalls, whatever the map order
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+	sort.Strings(keys) // decisions before pitfalls, whatever the map order
 	return keys
 }
 
