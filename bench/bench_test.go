@@ -63,11 +63,13 @@ func BenchmarkReconcile(b *testing.B) {
 	}
 }
 
-// BenchmarkRender renders 400 ready observations (100 of each type) into a
-// fixture of the default size.
+// BenchmarkRender renders 200 ready observations (50 of each type) into a
+// fixture of 10,000 observations and 2,000 artifacts whose knowledge files
+// hold 50 entries each (room for 50 more before the 100-entry ceiling).
 func BenchmarkRender(b *testing.B) {
 	s := spec
-	s.Ready = 400
+	s.Entries = 100
+	s.Ready = 200
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		dir := gen(b, s)
@@ -76,7 +78,7 @@ func BenchmarkRender(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(res.Rendered) != 400 {
+		if len(res.Rendered) != 200 {
 			b.Fatalf("rendered %d", len(res.Rendered))
 		}
 	}
