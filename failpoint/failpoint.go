@@ -4,6 +4,9 @@
 // LEARNWATCH_FAILPOINT=name        the process kills itself (SIGKILL) there
 // LEARNWATCH_FAILPOINT=name=enospc the step fails with "no space left on device"
 // LEARNWATCH_FAILPOINT=name=error  the step fails with a generic error
+// LEARNWATCH_FAILPOINT=name=trace  the step goes on, "failpoint: name" on stderr
+//
+// The reliability harness lists the points a command reaches with *=trace.
 //
 // Several points may be given separated by commas. A name ending in "*"
 // matches every point with that prefix. LEARNWATCH_FAILPOINT_SKIP=N lets the
@@ -12,6 +15,7 @@ package failpoint
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -59,6 +63,10 @@ func Inject(name string) error {
 		if !found {
 			return nil
 		}
+	}
+	if action == "trace" {
+		fmt.Fprintf(os.Stderr, "failpoint: %s\n", name)
+		return nil
 	}
 	if hits.Add(1) <= skip {
 		return nil

@@ -10,6 +10,7 @@
 package heal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -190,6 +191,16 @@ func Plan(st *State, now time.Time) Result {
 	sections := map[string][]markdown.Section{}
 	for rel, src := range st.Knowledge {
 		sections[rel] = markdown.Sections(src)
+	}
+	for _, rel := range sortedKeys(st.Knowledge) {
+		first := map[string]int{}
+		for _, s := range sections[rel] {
+			if line, dup := first[s.ID]; dup {
+				res.Problems = append(res.Problems, fmt.Sprintf("%s: %s appears twice (lines %d and %d); an entry is matched by its Source marker, else the first", rel, s.ID, line, s.Line))
+				continue
+			}
+			first[s.ID] = s.Line
+		}
 	}
 	kept := st.Manifest.Entries[:0:0]
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
@@ -506,9 +517,22 @@ func keepCorrupt(path string, why error, how string, res *Result) error {
 	if err != nil {
 		return nil // gone meanwhile: nothing to keep
 	}
-	backup := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
-	if err := manifest.WriteFile(backup, b, 0o644); err != nil {
-		return err
+	// Never overwrite an earlier backup holding other bytes (two corrupt
+	// files within one second): number the name instead.
+	stamp := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
+	backup := stamp
+	for n := 2; ; n++ {
+		old, err := os.ReadFile(backup)
+		if errors.Is(err, os.ErrNotExist) {
+			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
+				return err
+			}
+			break
+		}
+		if err == nil && bytes.Equal(old, b) {
+			break // already kept (a reconcile killed after the backup)
+		}
+		backup = fmt.Sprintf("%s-%d", stamp, n)
 	}
 	res.Problems = append(res.Problems, fmt.Sprintf("%v: %s; the corrupt file is kept as %s", why, how, filepath.Base(backup)))
 	return nil

@@ -131,5 +131,9 @@ func parseTS(s string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf(`field "ts": not an RFC3339 time: %q`, s)
 	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		// formatTS writes UTC: such a time could not be read back.
+		return time.Time{}, fmt.Errorf(`field "ts": %q is outside the years 0000-9999 in UTC`, s)
+	}
 	return t, nil
 }

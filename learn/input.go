@@ -191,6 +191,10 @@ func (f fields) time(name string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, &FieldError{name, fmt.Sprintf("must be an RFC3339 time, got %q", s)}
 	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		// The journal stores UTC: such a time could not be read back.
+		return time.Time{}, &FieldError{name, fmt.Sprintf("must be within the years 0000-9999 in UTC, got %q", s)}
+	}
 	return t, nil
 }
 

@@ -52,6 +52,11 @@ func ParseInput(data []byte) ([]*manifest.Observation, error) {
 			if errors.As(err, &se) && se.Offset > off {
 				off = min(se.Offset, int64(len(trimmed)))
 			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// A truncated last value: name the line it starts on.
+				rest := trimmed[off:]
+				off += int64(len(rest) - len(bytes.TrimLeftFunc(rest, unicode.IsSpace)))
+			}
 			line := 1 + lead + bytes.Count(trimmed[:off], []byte("\n"))
 			return nil, fmt.Errorf("line %d: input is not JSON: %w", line, err)
 		}

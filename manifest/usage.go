@@ -63,9 +63,10 @@ func ReadUsage(path string) (*Usage, error) {
 }
 
 // Register adds an entry for id (cites 0, last_cited null, created now)
-// unless one exists. It reports whether it added one.
+// unless one exists ("id": null in the file counts as none). It reports
+// whether it added one.
 func (u *Usage) Register(id string, now time.Time) bool {
-	if _, ok := u.Entries[id]; ok {
+	if e, ok := u.Entries[id]; ok && e != nil {
 		return false
 	}
 	created, _ := json.Marshal(now.UTC().Format(time.RFC3339))

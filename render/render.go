@@ -7,6 +7,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,10 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 		}
 	}()
 
+	registered := map[string]bool{} // artifact paths the manifest lists
+	for _, e := range st.Manifest.Entries {
+		registered[e.Path] = true
+	}
 	for _, o := range st.Log.Observations() {
 		if o.Status != manifest.Ready || !o.QualityOK {
 			continue
@@ -136,10 +141,11 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 		entry := markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence, Date: opts.Now}
 		switch o.Type {
 		case manifest.Workflow, manifest.Procedural:
-			rel, content, err := artifactFor(st.Paths.Root, o, entry)
+			rel, content, err := artifactFor(st.Paths.Root, o, entry, registered)
 			if err != nil {
 				return res, err
 			}
+			registered[rel] = true
 			abs := filepath.Join(st.Paths.Root, filepath.FromSlash(rel))
 			if existing, err := os.ReadFile(abs); err != nil || string(existing) != string(content) {
 				if err := manifest.WriteFile(abs, content, 0o644); err != nil {
@@ -247,8 +253,11 @@ func artifactPath(e manifest.Entry) string {
 // the slug's file already exists with other content (a human's file or
 // another observation's), a numbered variant is used; when it exists with
 // exactly this content (a render that crashed before the log write), it is
-// adopted.
-func artifactFor(root string, o *manifest.Observation, e markdown.Entry) (string, []byte, error) {
+// adopted — also when it differs only in the evidence and no manifest entry
+// claims it (that render crashed, then the observation was sighted again
+// with new evidence: rendering a second file would leave the first one
+// behind as a duplicate).
+func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registered map[string]bool) (string, []byte, error) {
 	slug := markdown.Slug(o.Pattern)
 	for n := 1; n < 1000; n++ {
 		s := slug
@@ -276,8 +285,30 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry) (string
 		if errors.Is(err, os.ErrNotExist) || (err == nil && string(existing) == string(content)) {
 			return rel, content, nil
 		}
+		if err == nil && !registered[rel] && bytes.Equal(withoutEvidence(existing), withoutEvidence(content)) {
+			return rel, content, nil
+		}
 	}
 	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
+}
+
+// withoutEvidence drops what a rendered command or skill says about the
+// evidence (the "## Evidence" section, "- Seen before in:" lines), so two
+// renders of one observation compare equal across new sightings.
+func withoutEvidence(b []byte) []byte {
+	var out []byte
+	skip := false
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		t := bytes.TrimRight(line, "\r\n")
+		if bytes.HasPrefix(t, []byte("## ")) {
+			skip = string(t) == "## Evidence"
+		}
+		if skip || bytes.HasPrefix(t, []byte("- Seen before in: ")) {
+			continue
+		}
+		out = append(out, line...)
+	}
+	return bytes.TrimRight(out, "\n")
 }
 
 const skipCapacity = "capacity: the knowledge file already holds 100 active entries"
