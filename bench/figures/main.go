@@ -2,11 +2,12 @@
 // prints a Markdown table for the README, so that ratios stay comparable
 // on noisy machines:
 //
-//	go run ./bench/figures            # default sizes
+//	go run ./bench/figures            # the README table
 //	go run ./bench/figures -scale     # plus the 1k..100k scaling table
+//	go run ./bench/figures -stale-files 0 -watch-n 0   # skip the slow rows
 //
 // It builds the binary, generates deterministic fixtures (package fixture,
-// seed 1) in a temp dir and times whole processes, best of -runs.
+// seed 1) in a temp dir and times whole processes, median of -runs.
 package main
 
 import (
@@ -19,7 +20,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/learnwatch/learnwatch/fixture"
@@ -60,16 +60,7 @@ func main() {
 	}
 
 	if *scale {
-		fmt.Println()
-		fmt.Println("| observations | artifacts | entries | reconcile | peak RSS | cat of the same files |")
-		fmt.Println("|---|---|---|---|---|---|")
-		for _, n := range []int{1000, 10000, 100000} {
-			d := filepath.Join(tmp, fmt.Sprintf("scale%d", n))
-			s := fixture.Spec{Observations: n, Artifacts: n / 5, Entries: min(n/50, 200), Seed: 1}
-			check(fixture.Generate(d, s))
-			t, rss := timeRSS(bin, "--root", d, "reconcile")
-			fmt.Printf("| %d | %d | %d | %s | %d MiB | %s |\n", n, s.Artifacts, s.Entries, ms(t), rss>>20, ms(catFiles(tmp, d)))
-		}
+		scaleTable(bin, tmp)
 	}
 }
 
@@ -123,20 +114,6 @@ func timeCmdStdin(stdin, name string, args ...string) time.Duration {
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	return ts[len(ts)/2]
-}
-
-// timeRSS runs the command once and returns its wall time and peak RSS.
-func timeRSS(name string, args ...string) (time.Duration, int64) {
-	c := exec.Command(name, args...)
-	start := time.Now()
-	out, err := c.CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out)
-		os.Exit(1)
-	}
-	d := time.Since(start)
-	ru := c.ProcessState.SysUsage().(*syscall.Rusage)
-	return d, ru.Maxrss * 1024
 }
 
 func check(err error) {

@@ -1,0 +1,163 @@
+package main
+
+// The rows issue 5 adds to the README table: `stale --staged` on 50,000
+// tracked files against `git ls-files`, the watcher's event-to-penalty
+// latency and RSS with 10,000 artifacts (the watch package's benchmark, run
+// as is), and the 1k → 100k scaling table.
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/learnwatch/learnwatch/bench/stalegen/fixture"
+	lwfixture "github.com/learnwatch/learnwatch/fixture"
+)
+
+var (
+	staleFiles = flag.Int("stale-files", 50000, "tracked files of the staleness row (0: skip the row)")
+	watchN     = flag.Int("watch-n", 50, "deletions timed by the watcher row (0: skip the row)")
+)
+
+func init() {
+	extraFigures = append(extraFigures, staleRow, watchRows)
+}
+
+// staleRow times `learnwatch stale --staged` and `git ls-files` on the
+// bench/stalegen repository, interleaved, medians.
+func staleRow(bin, tmp string) {
+	if *staleFiles <= 0 {
+		return
+	}
+	dir := filepath.Join(tmp, "stale")
+	res, err := fixture.Generate(dir, fixture.Spec{Files: *staleFiles, Refs: 500, Commits: 20, Seed: 1})
+	check(err)
+	t := interleaved(dir, [][]string{{"git", "ls-files"}, {bin, "stale", "--staged"}})
+	row(fmt.Sprintf("`stale --staged`, %d tracked files, %d references", res.Files, res.Refs), t[1],
+		"`git ls-files`", t[0])
+}
+
+// interleaved runs each command -runs times in rounds (after one warm-up
+// round) in dir and returns the median wall time of each: a burst of load
+// on the machine hits all of them alike.
+func interleaved(dir string, cmds [][]string) []time.Duration {
+	ts := make([][]time.Duration, len(cmds))
+	for r := 0; r <= *runs; r++ {
+		for i, c := range cmds {
+			cmd := exec.Command(c[0], c[1:]...)
+			cmd.Dir = dir
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "%v: %v\n%.2000s", c, err, out.String())
+				os.Exit(1)
+			}
+			if r > 0 {
+				ts[i] = append(ts[i], time.Since(start))
+			}
+		}
+	}
+	med := make([]time.Duration, len(cmds))
+	for i := range ts {
+		sort.Slice(ts[i], func(a, b int) bool { return ts[i][a] < ts[i][b] })
+		med[i] = ts[i][len(ts[i])/2]
+	}
+	return med
+}
+
+var metricRE = regexp.MustCompile(`([0-9.]+) (p50-ms|p99-ms|reconcile-p50-ms|peak-RSS-MB|idle-RSS-MB|watches)`)
+
+// watchRows runs the watch package's BenchmarkDeletionLatency (10,000
+// rendered artifacts, default debounce; see docs/watch.md) and reports its
+// latency and memory metrics.
+func watchRows(_, _ string) {
+	if *watchN <= 0 {
+		return
+	}
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "DeletionLatency", "-benchtime", fmt.Sprintf("%dx", *watchN), "./watch/")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "watch benchmark: %v\n%s", err, out.String())
+		os.Exit(1)
+	}
+	m := map[string]float64{}
+	for _, g := range metricRE.FindAllStringSubmatch(out.String(), -1) {
+		m[g[2]], _ = strconv.ParseFloat(g[1], 64)
+	}
+	if _, ok := m["p50-ms"]; !ok {
+		fmt.Fprintf(os.Stderr, "watch benchmark: no metrics in\n%s", out.String())
+		os.Exit(1)
+	}
+	fmt.Printf("| watcher: artifact deleted → ×0.3 penalty written, 10,000 artifacts (%d deletions) | p50 %.0f ms, p99 %.0f ms | 200 ms debounce + one full reconcile (p50 %.0f ms) | %.1f× |\n",
+		*watchN, m["p50-ms"], m["p99-ms"], m["reconcile-p50-ms"], m["p50-ms"]/(200+m["reconcile-p50-ms"]))
+	fmt.Printf("| watcher: peak RSS with 10,000 artifacts (%.0f watches) | %.0f MB | idle after the reconciles | %.0f MB |\n",
+		m["watches"], m["peak-RSS-MB"], m["idle-RSS-MB"])
+}
+
+// scaleTable measures reconcile and the session-start hook on fixtures of
+// 1k, 10k and 100k observations (artifacts a fifth, entries a fiftieth up
+// to 200): wall time (median of -runs) and peak RSS, and the time per
+// observation, which says whether the growth is linear.
+func scaleTable(bin, tmp string) {
+	fmt.Println()
+	fmt.Println("| observations | artifacts | entries | reconcile | peak RSS | session-start hook | peak RSS | cat of the same files | reconcile per 1k obs |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	sizes := []int{1000, 10000, 100000}
+	per := make([]float64, len(sizes))
+	for i, n := range sizes {
+		d := filepath.Join(tmp, fmt.Sprintf("scale%d", n))
+		s := lwfixture.Spec{Observations: n, Artifacts: n / 5, Entries: min(n/50, 200), Seed: 1}
+		check(lwfixture.Generate(d, s))
+		rec, recRSS := medianRSS("", bin, "--root", d, "reconcile")
+		hook, hookRSS := medianRSS(`{"hook_event_name":"SessionStart","cwd":"`+d+`"}`, bin, "hook", "session-start")
+		per[i] = float64(rec.Microseconds()) / 1000 / (float64(n) / 1000)
+		fmt.Printf("| %d | %d | %d | %s | %d MiB | %s | %d MiB | %s | %.1f ms |\n", n, s.Artifacts, s.Entries,
+			ms(rec), recRSS>>20, ms(hook), hookRSS>>20, ms(catFiles(tmp, d)), per[i])
+	}
+	// 10k → 100k is the step that says something: at 1k the process start
+	// dominates.
+	g := per[2] / per[1]
+	verdict := "roughly linear"
+	switch {
+	case g > 1.5:
+		verdict = fmt.Sprintf("NOT linear: the time per observation grows %.1f× from 10k to 100k", g)
+	case g < 0.67:
+		verdict = "better than linear (fixed costs still matter at 10k)"
+	}
+	fmt.Printf("\nreconcile time per 1k observations: %.1f ms at 1k, %.1f ms at 10k, %.1f ms at 100k: %s.\n", per[0], per[1], per[2], verdict)
+}
+
+// medianRSS runs the command -runs times and returns the median wall time
+// and the largest peak RSS.
+func medianRSS(stdin, name string, args ...string) (time.Duration, int64) {
+	var ts []time.Duration
+	var rss int64
+	for i := 0; i < max(*runs, 1); i++ {
+		c := exec.Command(name, args...)
+		c.Stdin = strings.NewReader(stdin)
+		var out bytes.Buffer
+		c.Stdout, c.Stderr = &out, &out
+		start := time.Now()
+		if err := c.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out.String())
+			os.Exit(1)
+		}
+		ts = append(ts, time.Since(start))
+		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = max(rss, ru.Maxrss*1024)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts[len(ts)/2], rss
+}
