@@ -318,6 +318,44 @@ type knowledgeFile struct {
 	path, kind string
 	src        []byte
 	changed    bool
+
+	// Caches over src, valid for one render under the knowledge lock (only
+	// this render changes the file meanwhile): the parsed sections, and the
+	// pitfall keys (area+issue) of its PF sections, first section per key.
+	secs   []markdown.Section
+	parsed bool
+	pfKeys map[string]string
+}
+
+// sections returns the parsed sections of k.src, parsing at most once per
+// change.
+func (k *knowledgeFile) sections() []markdown.Section {
+	if !k.parsed {
+		k.secs, k.parsed = markdown.Sections(k.src), true
+	}
+	return k.secs
+}
+
+// pitfallOwner returns the id of the first PF section with the given key.
+func (k *knowledgeFile) pitfallOwner(key string) (string, bool) {
+	if k.pfKeys == nil {
+		k.pfKeys = map[string]string{}
+		for _, s := range k.sections() {
+			k.notePitfall(s)
+		}
+	}
+	id, ok := k.pfKeys[key]
+	return id, ok
+}
+
+func (k *knowledgeFile) notePitfall(s markdown.Section) {
+	if s.Kind != markdown.PF {
+		return
+	}
+	key := lifecycle.PitfallKey(s.Area, sectionFields(k.src, s)["issue"])
+	if _, seen := k.pfKeys[key]; key != "" && !seen {
+		k.pfKeys[key] = s.ID
+	}
 }
 
 type addedSection struct {
@@ -341,7 +379,7 @@ func openKnowledge(p manifest.Paths, path, kind string) (*knowledgeFile, error) 
 // already carries o's Source marker (a render that crashed before the log
 // write) is adopted instead of appended again.
 func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSection, string, error) {
-	secs := markdown.Sections(k.src)
+	secs := k.sections()
 	for _, s := range secs {
 		if s.Kind == k.kind && s.Source == o.ID {
 			return addedSection{ID: s.ID, hash: manifest.Hash(markdown.SectionText(k.src, s))}, "", nil
@@ -363,14 +401,8 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 		d := markdown.Fields(markdown.RenderPitfall("PF-000", e))
 		key := lifecycle.PitfallKey(d["area"], d["issue"])
 		if key != "" {
-			for _, s := range secs {
-				if s.Kind != markdown.PF {
-					continue
-				}
-				sd := sectionFields(k.src, s)
-				if lifecycle.PitfallKey(s.Area, sd["issue"]) == key {
-					return addedSection{}, "duplicate of " + s.ID + " (same area and issue)", nil
-				}
+			if id, dup := k.pitfallOwner(key); dup {
+				return addedSection{}, "duplicate of " + id + " (same area and issue)", nil
 			}
 		}
 	}
@@ -383,8 +415,12 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 	}
 	k.src = markdown.Append(k.src, k.kind, sec)
 	k.changed = true
-	for _, s := range markdown.Sections(k.src) {
+	k.parsed = false
+	for _, s := range k.sections() {
 		if s.ID == id {
+			if k.pfKeys != nil {
+				k.notePitfall(s)
+			}
 			return addedSection{ID: id, hash: manifest.Hash(markdown.SectionText(k.src, s))}, "", nil
 		}
 	}
