@@ -474,7 +474,21 @@ func settle(t testing.TB, root string, exp expect, check func(string) []string) 
 	}
 	if len(probs) > 0 {
 		t.Errorf("invariants violated:\n  %s", strings.Join(probs, "\n  "))
+		keepForDebugging(t, root)
 	}
+}
+
+// keepForDebugging copies a failed run's repository to
+// $LEARNWATCH_RELIABILITY_KEEP/<test name>, when that is set.
+func keepForDebugging(t testing.TB, root string) {
+	dir := os.Getenv("LEARNWATCH_RELIABILITY_KEEP")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	os.RemoveAll(dst)
+	copyTree(t, root, dst)
+	t.Logf("repository kept in %s", dst)
 }
 
 func (e *expect) addAll(adds map[string]int) {
@@ -546,6 +560,7 @@ func TestReliabilityCrashPoints(t *testing.T) {
 	t.Parallel()
 	crashTemplate(t)
 	all := map[string]bool{}
+	cases := 0
 	for _, sc := range scenarios() {
 		hits := trace(t, sc)
 		var points []string
@@ -557,6 +572,7 @@ func TestReliabilityCrashPoints(t *testing.T) {
 		t.Logf("scenario %s reaches %d failpoints: %v", sc.name, len(points), points)
 		for _, p := range points {
 			for skip := 0; skip < min(hits[p], 3); skip++ {
+				cases++
 				name := fmt.Sprintf("%s/%s/skip%d", sc.name, p, skip)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
@@ -565,6 +581,7 @@ func TestReliabilityCrashPoints(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d scenarios, %d distinct failpoints, %d kill runs (one per point and hit, up to 3 hits)", len(scenarios()), len(all), cases)
 	for _, p := range literalPoints(t) {
 		if !all[p] {
 			t.Errorf("failpoint %q is in the code but no scenario reaches it: add a scenario", p)
@@ -623,8 +640,8 @@ var randomPoints = []string{
 // acknowledged). After each run the memory is settled and the invariants
 // checked against the acknowledged sightings.
 //
-// 40 runs by default (20 with -short), 300 with LEARNWATCH_RELIABILITY=full
-// (which must have at least 200 runs with a kill);
+// 40 runs by default (20 with -short), 300 with LEARNWATCH_RELIABILITY=full,
+// followed by more batches until at least 200 runs had a kill;
 // LEARNWATCH_RELIABILITY_RUNS=N sets the count, LEARNWATCH_RELIABILITY_SEED=S
 // replays one run (the seed is printed on failure).
 func TestReliabilityRandomKills(t *testing.T) {
@@ -644,34 +661,57 @@ func TestReliabilityRandomKills(t *testing.T) {
 	if v, err := strconv.ParseUint(os.Getenv("LEARNWATCH_RELIABILITY_BASESEED"), 10, 64); err == nil {
 		base = v
 	}
-	seeds := make([]uint64, runs)
-	for i := range seeds {
-		seeds[i] = base + uint64(i)
+	// In the full run, batches continue until at least 200 runs had a kill
+	// (a run's failpoint may be one its operations never reach).
+	need := 0
+	if full() {
+		need = 200
 	}
+	next := base
+	var seeds []uint64
+	batch := func(n int) []uint64 {
+		b := make([]uint64, n)
+		for i := range b {
+			b[i] = next
+			next++
+		}
+		return b
+	}
+	replay := false
 	if v, err := strconv.ParseUint(os.Getenv("LEARNWATCH_RELIABILITY_SEED"), 10, 64); err == nil {
-		seeds = []uint64{v}
+		next, runs, need, replay = v, 1, 0, true
 	}
-	t.Logf("seeds %d..%d (replay one with LEARNWATCH_RELIABILITY_SEED=<seed>)", seeds[0], seeds[len(seeds)-1])
 	var mu sync.Mutex
 	var kills, procs, killedRuns int
-	t.Run("runs", func(t *testing.T) {
-		for _, seed := range seeds {
-			t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-				t.Parallel()
-				k, p := randomRun(t, seed)
-				mu.Lock()
-				kills += k
-				procs += p
-				if k > 0 {
-					killedRuns++
-				}
-				mu.Unlock()
-			})
+	for round := 0; round < 5 && (round == 0 || killedRuns < need); round++ {
+		n := runs
+		if round > 0 {
+			n = 3 * (need - killedRuns)
 		}
-	})
+		todo := batch(n)
+		seeds = append(seeds, todo...)
+		t.Run(fmt.Sprintf("runs%d", round), func(t *testing.T) {
+			for _, seed := range todo {
+				t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+					t.Parallel()
+					k, p := randomRun(t, seed)
+					mu.Lock()
+					kills += k
+					procs += p
+					if k > 0 {
+						killedRuns++
+					}
+					mu.Unlock()
+				})
+			}
+		})
+	}
+	if !replay {
+		t.Logf("seeds %d..%d (replay one with LEARNWATCH_RELIABILITY_SEED=<seed>)", seeds[0], seeds[len(seeds)-1])
+	}
 	t.Logf("%d runs, %d processes, %d SIGKILLed by a failpoint, %d runs with at least one kill", len(seeds), procs, kills, killedRuns)
-	if full() && len(seeds) > 1 && killedRuns < 200 {
-		t.Errorf("only %d runs had a kill, the full harness promises at least 200", killedRuns)
+	if killedRuns < need {
+		t.Errorf("only %d runs had a kill, the full harness promises at least %d", killedRuns, need)
 	}
 }
 

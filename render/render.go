@@ -126,7 +126,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 		if o.Status != manifest.Ready || !o.QualityOK {
 			continue
 		}
-		if opts.Hold != nil && opts.Hold(o) {
+		if opts.Hold != nil && opts.Hold(o) && !crashRendered(st.Paths.Root, o, opts.Now, registered) {
 			res.Skipped++
 			res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: "held by policy: run learnwatch approve " + o.ID})
 			continue
@@ -240,6 +240,25 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 		res.Wrote = append(res.Wrote, st.Paths.Manifest)
 	}
 	return res, nil
+}
+
+// crashRendered reports whether a command or skill render of o was cut
+// short by a crash: its file exists at the path render would use, unclaimed
+// by the manifest. Such a render is completed even when the policy holds the
+// type — the file is already there, and holding it would leave a command
+// the agent sees but learnwatch does not track. (A knowledge section in the
+// same state is healed by reconcile through its Source marker.)
+func crashRendered(root string, o *manifest.Observation, now time.Time, registered map[string]bool) bool {
+	if o.Type != manifest.Workflow && o.Type != manifest.Procedural {
+		return false
+	}
+	entry := markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence, Date: now}
+	rel, _, err := artifactFor(root, o, entry, registered)
+	if err != nil || registered[rel] {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+	return err == nil
 }
 
 func artifactPath(e manifest.Entry) string {
