@@ -1,0 +1,31 @@
+# learnwatch maintenance targets. CI runs .ci/run (vet, the tests, a short
+# fuzz pass); these are the long versions for a developer's machine.
+
+SHELL := /bin/bash
+FUZZTIME ?= 10s
+
+.PHONY: check-reliability fuzz figures
+
+# The reliability harness at full size (docs/reliability.md): one kill per
+# failpoint hit, 300 randomised kill runs, 8 writers × 500 operations, the
+# hostile-input table. Prints the seeds and counts; about 15 minutes on 2
+# cores.
+check-reliability:
+	set -o pipefail; LEARNWATCH_RELIABILITY=full go test ./reliability -run Reliability -count=1 -timeout 60m -v 2>&1 \
+		| grep -v -e '^=== ' -e '^ *--- PASS'
+
+# Every Fuzz* target of the repository for FUZZTIME each (make fuzz FUZZTIME=60s).
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		pkg=./$$(dirname "$${f#./}"); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			if ! out=$$(go test "$$pkg" -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) 2>&1); then \
+				echo "$$out"; echo "fuzz $$pkg $$name: FAILED (input saved in $$pkg/testdata/fuzz/$$name)"; exit 1; \
+			fi; \
+			echo "fuzz $$pkg $$name: $$(grep '^fuzz: elapsed' <<<"$$out" | tail -n 1)"; \
+		done; \
+	done
+
+# The README figures (docs/reliability.md), ratios measured in one run.
+figures:
+	go run ./bench/figures -scale
