@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,6 +44,16 @@ var commands []func(a *app) *cobra.Command
 func register(f func(a *app) *cobra.Command) { commands = append(commands, f) }
 
 func main() {
+	// LEARNWATCH_CPUPROFILE=file writes a CPU profile of the whole command
+	// (go tool pprof file), for the figures' slow rows.
+	if path := os.Getenv("LEARNWATCH_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			code := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			pprof.StopCPUProfile()
+			f.Close()
+			os.Exit(code)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
