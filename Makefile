@@ -6,10 +6,10 @@ FUZZTIME ?= 10s
 
 .PHONY: check-reliability fuzz figures
 
-# The reliability harness at full size (docs/reliability.md): one kill per
-# failpoint hit, 300 randomised kill runs, 8 writers × 500 operations, the
-# hostile-input table. Prints the seeds and counts; about 15 minutes on 2
-# cores.
+# The reliability harness at full size (README.md, "Reliability and
+# performance"): one kill per failpoint hit, 300+ randomised kill runs (until
+# 200 had a kill), 8 writers × 500 operations, the hostile-input table.
+# Prints the seeds and counts; 15-20 minutes on 2 cores.
 check-reliability:
 	set -o pipefail; LEARNWATCH_RELIABILITY=full go test ./reliability -run Reliability -count=1 -timeout 60m -v 2>&1 \
 		| grep -v -e '^=== ' -e '^ *--- PASS'
@@ -26,6 +26,6 @@ fuzz:
 		done; \
 	done
 
-# The README figures (docs/reliability.md), ratios measured in one run.
+# The README figures (README.md, "Reliability and performance"), ratios measured in one run.
 figures:
 	go run ./bench/figures -scale

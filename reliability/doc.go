@@ -22,5 +22,5 @@
 //	LEARNWATCH_RELIABILITY=full go test ./reliability/ -timeout 30m
 //	make check-reliability                                  # the same, full
 //
-// See docs/reliability.md.
+// See the README, section "Reliability and performance".
 package reliability
