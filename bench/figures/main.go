@@ -99,19 +99,29 @@ func timeCmd(name string, args ...string) time.Duration { return timeCmdStdin(""
 func timeCmdStdin(stdin, name string, args ...string) time.Duration {
 	var ts []time.Duration
 	for i := 0; i <= *runs; i++ {
-		c := exec.Command(name, args...)
-		c.Stdin = strings.NewReader(stdin)
-		var out bytes.Buffer
-		c.Stdout, c.Stderr = &out, &out
-		start := time.Now()
-		if err := c.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out.String())
-			os.Exit(1)
-		}
+		d, _ := runOnce(exec.Command(name, args...), stdin)
 		if i > 0 {
-			ts = append(ts, time.Since(start))
+			ts = append(ts, d)
 		}
 	}
+	return median(ts)
+}
+
+// runOnce runs c with stdin and returns its wall time and the finished
+// process; a failure ends the program with the command's output.
+func runOnce(c *exec.Cmd, stdin string) (time.Duration, *os.ProcessState) {
+	c.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	start := time.Now()
+	if err := c.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "%v: %v\n%.2000s", c.Args, err, out.String())
+		os.Exit(1)
+	}
+	return time.Since(start), c.ProcessState
+}
+
+func median(ts []time.Duration) time.Duration {
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	return ts[len(ts)/2]
 }

@@ -13,9 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -55,22 +53,15 @@ func interleaved(dir string, cmds [][]string) []time.Duration {
 		for i, c := range cmds {
 			cmd := exec.Command(c[0], c[1:]...)
 			cmd.Dir = dir
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			start := time.Now()
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "%v: %v\n%.2000s", c, err, out.String())
-				os.Exit(1)
-			}
+			d, _ := runOnce(cmd, "")
 			if r > 0 {
-				ts[i] = append(ts[i], time.Since(start))
+				ts[i] = append(ts[i], d)
 			}
 		}
 	}
 	med := make([]time.Duration, len(cmds))
 	for i := range ts {
-		sort.Slice(ts[i], func(a, b int) bool { return ts[i][a] < ts[i][b] })
-		med[i] = ts[i][len(ts[i])/2]
+		med[i] = median(ts[i])
 	}
 	return med
 }
@@ -144,20 +135,11 @@ func medianRSS(stdin, name string, args ...string) (time.Duration, int64) {
 	var ts []time.Duration
 	var rss int64
 	for i := 0; i < max(*runs, 1); i++ {
-		c := exec.Command(name, args...)
-		c.Stdin = strings.NewReader(stdin)
-		var out bytes.Buffer
-		c.Stdout, c.Stderr = &out, &out
-		start := time.Now()
-		if err := c.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "%s: %v\n%.2000s", name, err, out.String())
-			os.Exit(1)
-		}
-		ts = append(ts, time.Since(start))
-		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		d, ps := runOnce(exec.Command(name, args...), stdin)
+		ts = append(ts, d)
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			rss = max(rss, ru.Maxrss*1024)
 		}
 	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
-	return ts[len(ts)/2], rss
+	return median(ts), rss
 }
