@@ -241,8 +241,15 @@ func TestBurstCoalesced(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the check reads everything: do not starve the watcher
 		return final() == nil
 	})
+	// Events of the burst's last writes may still be in the debounce window
+	// (or the kernel queue, on a loaded machine) when the final state is
+	// reached: at most one more reconcile, which finds nothing; after that,
+	// silence (its own writes trigger nothing).
+	if q := r.quiet(time.Second); q > 1 {
+		t.Fatalf("%d reconciles after the burst settled, want at most 1 trailing", q)
+	}
 	if q := r.quiet(time.Second); q != 0 {
-		t.Fatalf("%d reconciles after the burst settled", q)
+		t.Fatalf("%d reconciles after the trailing one: a self-triggered loop?", q)
 	}
 	if err := final(); err != nil {
 		t.Fatal(err)
