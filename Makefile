@@ -16,15 +16,7 @@ check-reliability:
 
 # Every Fuzz* target of the repository for FUZZTIME each (make fuzz FUZZTIME=60s).
 fuzz:
-	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
-		pkg=./$$(dirname "$${f#./}"); \
-		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
-			if ! out=$$(go test "$$pkg" -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) 2>&1); then \
-				echo "$$out"; echo "fuzz $$pkg $$name: FAILED (input saved in $$pkg/testdata/fuzz/$$name)"; exit 1; \
-			fi; \
-			echo "fuzz $$pkg $$name: $$(grep '^fuzz: elapsed' <<<"$$out" | tail -n 1)"; \
-		done; \
-	done
+	FUZZTIME=$(FUZZTIME) bash .ci/fuzz
 
 # The README figures (README.md, "Reliability and performance"), ratios measured in one run.
 figures:
