@@ -1,6 +1,6 @@
 // Package journal owns the learning engine's files under .memory/: the
 // append-only feedback.jsonl, outcomes.jsonl and errors.jsonl, and the
-// learning-policy.json state file. Appends are one write on an O_APPEND
+// learning-policy.json and .kept-stamp.json state files. Appends are one write on an O_APPEND
 // descriptor (manifest.AppendLine), so concurrent writers — several
 // processes included — never interleave partial lines; readers skip and count
 // lines that do not parse and never rewrite them. The policy file is
