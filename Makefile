@@ -9,7 +9,7 @@ FUZZTIME ?= 10s
 # The reliability harness at full size (README.md, "Reliability and
 # performance"): one kill per failpoint hit, 300+ randomised kill runs (until
 # 200 had a kill), 8 writers × 500 operations, the hostile-input table.
-# Prints the seeds and counts; 15-20 minutes on 2 cores.
+# Prints the seeds and counts; 10-15 minutes on 2 cores.
 check-reliability:
 	set -o pipefail; LEARNWATCH_RELIABILITY=full go test ./reliability -run Reliability -count=1 -timeout 60m -v 2>&1 \
 		| grep -v -e '^=== ' -e '^ *--- PASS'
