@@ -14,10 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -411,14 +412,9 @@ func heal(st *State, sections map[string][]markdown.Section, claimed map[string]
 // with a newline or double spaces must still match its own heading.
 func headingKey(s string) string { return strings.Join(strings.Fields(lifecycle.Normalize(s)), " ") }
 
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // decisions before pitfalls, whatever the map order
-	return keys
-}
+// sortedKeys lists the knowledge files in a fixed order (decisions before
+// pitfalls), whatever the map order.
+func sortedKeys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Reconcile runs §4 on the repository at root under the learning lock and
 // writes what changed: log first, then manifest, then usage. With no log

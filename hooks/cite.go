@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/learnwatch/learnwatch/manifest"
@@ -305,12 +306,7 @@ func addCites(path string, counts map[string]int, now time.Time) error {
 		}
 		return &FileError{Path: path, Err: err}
 	}
-	ids := make([]string, 0, len(counts))
-	for id := range counts {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
 		if n := counts[id]; n > 0 {
 			u.Cite(id, n, now)
 		}

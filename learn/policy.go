@@ -2,6 +2,7 @@ package learn
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -79,12 +80,7 @@ func (p Policy) Clone() Policy {
 // multiplier or requires_approval change; Reliability is refreshed always.
 func Overlays(prev Policy, tallies map[string]TypeStats, now time.Time) Policy {
 	next := prev.Clone()
-	types := make([]string, 0, len(tallies))
-	for t := range tallies {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, typ := range types {
+	for _, typ := range slices.Sorted(maps.Keys(tallies)) {
 		t := tallies[typ]
 		if t.Total() < OverlayMinSamples {
 			continue

@@ -2,7 +2,9 @@ package learn
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,11 +97,7 @@ func BuildReport(stats map[string]Stats, tallies map[string]TypeStats, outcomes 
 	}
 	sort.Slice(r.Overlays, func(i, j int) bool { return r.Overlays[i].Type < r.Overlays[j].Type })
 
-	ids := make([]string, 0, len(stats))
-	for id := range stats {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(stats))
 	bounds := []struct {
 		name     string
 		from, to float64 // days

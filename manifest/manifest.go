@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 )
 
 // Entry registers one rendered artifact.
@@ -59,14 +60,9 @@ func mergeExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	if err != nil || len(extra) == 0 {
 		return b, err
 	}
-	keys := make([]string, 0, len(extra))
-	for k := range extra {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var buf bytes.Buffer
 	buf.Write(b[:len(b)-1])
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		if len(b) > 2 || buf.Len() > 1 {
 			buf.WriteByte(',')
 		}

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -265,11 +266,7 @@ counted in full every time.`,
 					fmt.Fprintln(w, "no citations")
 					return
 				}
-				ids := make([]string, 0, len(counts))
-				for id := range counts {
-					ids = append(ids, id)
-				}
-				sort.Strings(ids)
+				ids := slices.Sorted(maps.Keys(counts))
 				parts := make([]string, len(ids))
 				for i, id := range ids {
 					parts[i] = fmt.Sprintf("%s×%d", id, counts[id])

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -328,7 +329,7 @@ func staleKnowledge(root string, cfg config.Config, log *manifest.Log) ([]stalen
 // chatty session must not outweigh the others).
 func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
 	var evs []learn.Event
-	for _, id := range sortedIDs(counts) {
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
 		if counts[id] <= 0 {
 			continue
 		}
@@ -344,13 +345,4 @@ func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
 	if err := journal.AppendFeedback(root, evs...); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: citations not recorded as feedback: %v\n", err)
 	}
-}
-
-func sortedIDs(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -9,9 +9,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -601,12 +601,7 @@ func printPolicy(w io.Writer, v policyView) {
 	if len(v.Overlays) == 0 {
 		fmt.Fprintln(w, "No overlays: every type renders at its base threshold.")
 	}
-	types := make([]string, 0, len(v.Overlays))
-	for t := range v.Overlays {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	for _, t := range types {
+	for _, t := range slices.Sorted(maps.Keys(v.Overlays)) {
 		o := v.Overlays[t]
 		fmt.Fprintf(w, "%s: threshold ×%.2f", t, o.ThresholdMultiplier)
 		if o.RequiresApproval {
