@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -21,6 +22,17 @@ const knowledgeDir = ".memory/knowledge"
 type Report struct {
 	Checked int       `json:"checked"` // references checked (deduplicated per entry)
 	Stale   []Finding `json:"stale"`
+}
+
+// ScanTree opens the tree mode names (Open) and scans the knowledge files and
+// log against it with the options of cfg: what a hook or a reconcile needs
+// when it has no use for the Checker itself.
+func ScanTree(root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
+	c, err := Open(root, mode, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	return Scan(root, c, log, OptionsFor(cfg))
 }
 
 // Scan checks the references of every active section of

@@ -150,15 +150,11 @@ func runDemo(a *app, dir string, keep bool) error {
 		if out, err := c.CombinedOutput(); err != nil {
 			return fmt.Errorf("git rm: %v: %s", err, out)
 		}
-		chk, err := staleness.Open(root, staleness.Staged, cfg.Staleness)
-		if err != nil {
-			return err
-		}
 		log, err := manifest.ReadLog(p.Log)
 		if err != nil {
 			return err
 		}
-		rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+		rep, err := staleness.ScanTree(root, staleness.Staged, cfg.Staleness, log)
 		if err != nil {
 			return err
 		}

@@ -291,11 +291,7 @@ func changedFiles(a *app, root string) []string {
 // (reconcile writes it) and the number of stale references is returned.
 func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
 	return func(root string, log *manifest.Log) (int, error) {
-		chk, err := staleness.Open(root, staleness.Auto, cfg.Staleness)
-		if err != nil {
-			return 0, err
-		}
-		rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+		rep, err := staleness.ScanTree(root, staleness.Auto, cfg.Staleness, log)
 		if err != nil {
 			return 0, err
 		}
@@ -307,11 +303,7 @@ func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (
 // staleKnowledge lists stale references of knowledge entries (ADR/PF), for
 // review; observations carry their own mayBeStale flag.
 func staleKnowledge(root string, cfg config.Config, log *manifest.Log) ([]staleness.Finding, error) {
-	chk, err := staleness.Open(root, staleness.Auto, cfg.Staleness)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+	rep, err := staleness.ScanTree(root, staleness.Auto, cfg.Staleness, log)
 	if err != nil {
 		return nil, err
 	}

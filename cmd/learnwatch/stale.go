@@ -160,15 +160,11 @@ func newPreCommitHook(a *app) *cobra.Command {
 					return err
 				}
 				cfg := a.hookConfig(root)
-				chk, err := staleness.Open(root, staleness.PreCommit, cfg.Staleness)
-				if err != nil {
-					return err
-				}
 				log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
 				if err != nil {
 					return err
 				}
-				rep, err := staleness.Scan(root, chk, log, staleness.OptionsFor(cfg.Staleness))
+				rep, err := staleness.ScanTree(root, staleness.PreCommit, cfg.Staleness, log)
 				if err != nil {
 					return err
 				}
