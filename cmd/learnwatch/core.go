@@ -194,7 +194,7 @@ func newIndexCmd(a *app) *cobra.Command {
 			if budget <= 0 {
 				budget = cfg.Index.Budget
 			}
-			res, err := buildIndex(a, root, budget)
+			res, err := buildIndex(a, root, cfg, budget)
 			if err != nil {
 				return err
 			}
@@ -206,12 +206,12 @@ func newIndexCmd(a *app) *cobra.Command {
 }
 
 // buildIndex loads the knowledge entries, scores them and fits the budget.
-func buildIndex(a *app, root string, budget int) (index.Result, error) {
+func buildIndex(a *app, root string, cfg config.Config, budget int) (index.Result, error) {
 	entries, err := index.Load(root)
 	if err != nil {
 		return index.Result{}, err
 	}
-	entries, avoid := rankEntries(a, root, entries)
+	entries, avoid := rankEntries(a, root, cfg, entries)
 	return index.Build(entries, avoid, budget, minIndexScore), nil
 }
 

@@ -106,7 +106,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 					// reconcile was skipped and go on.
 					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %v\n", err)
 				}
-				ix, err := buildIndex(a, root, cfg.Index.Budget)
+				ix, err := buildIndex(a, root, cfg, cfg.Index.Budget)
 				if err != nil {
 					return err
 				}

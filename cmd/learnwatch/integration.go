@@ -154,7 +154,7 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage) learn.
 // rankEntries scores index entries with the learning engine (feedback,
 // maturity, recency, context boost) and returns them with their scores,
 // plus the anti-pattern lines.
-func rankEntries(a *app, root string, entries []index.Entry) ([]index.Entry, []string) {
+func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry) ([]index.Entry, []string) {
 	evs, _, err := journal.ReadFeedback(root)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
@@ -167,10 +167,7 @@ func rankEntries(a *app, root string, entries []index.Entry) ([]index.Entry, []s
 	}
 	usage, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
 	cands := make([]learn.Candidate, len(entries))
-	opts := staleness.OptionsFor(config.Default().Staleness)
-	if cfg, err := config.Load(root); err == nil {
-		opts = staleness.OptionsFor(cfg.Staleness)
-	}
+	opts := staleness.OptionsFor(cfg.Staleness)
 	for i, e := range entries {
 		cands[i] = candidateOf(e, log, usage)
 		for _, r := range staleness.ExtractMarkdown([]byte(e.Text), opts) {
@@ -237,7 +234,7 @@ type reviewExtra struct {
 
 // reviewExtras adds what other passes flag for review: regressions of the
 // learning engine and policy overlays older than 30 days.
-func reviewExtras(a *app, root string) reviewExtra {
+func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 	x := reviewExtra{json: map[string]any{}}
 	evs, _, err := journal.ReadFeedback(root)
 	if err == nil {
@@ -250,20 +247,17 @@ func reviewExtras(a *app, root string) reviewExtra {
 		}
 	}
 	if cfg, err := config.Load(root); err == nil {
-		log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
-		if err == nil {
-			if st, err := staleKnowledge(root, cfg, log); err == nil && len(st) > 0 {
-				x.json["stale_knowledge"] = st
-				for _, f := range st {
-					line := fmt.Sprintf("%s references %s (%s)", f.ID, f.Ref, f.Reason)
-					if f.RenamedTo != "" {
-						line += ", renamed to " + f.RenamedTo
-					}
-					x.lines = append(x.lines, line)
+		if st, err := staleKnowledge(root, cfg, log); err == nil && len(st) > 0 {
+			x.json["stale_knowledge"] = st
+			for _, f := range st {
+				line := fmt.Sprintf("%s references %s (%s)", f.ID, f.Ref, f.Reason)
+				if f.RenamedTo != "" {
+					line += ", renamed to " + f.RenamedTo
 				}
-			} else if err != nil {
-				a.log.Debug("staleness check skipped in review", "err", err)
+				x.lines = append(x.lines, line)
 			}
+		} else if err != nil {
+			a.log.Debug("staleness check skipped in review", "err", err)
 		}
 	}
 	p := loadPolicy(a, root)

@@ -139,7 +139,7 @@ func newReviewCmd(a *app) *cobra.Command {
 			if items == nil {
 				items = []lifecycle.Attention{}
 			}
-			extra := reviewExtras(a, root)
+			extra := reviewExtras(a, root, log)
 			out := map[string]any{"observations": items, "corrupt": log.Corrupt(), "invalid": log.InvalidCount()}
 			for k, v := range extra.json {
 				out[k] = v
