@@ -31,21 +31,32 @@ func (e *Entry) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
+	extra, err := unknownFields(data, entryKeys)
+	if err != nil {
 		return err
 	}
 	*e = Entry(p)
-	e.extra = nil
+	e.extra = extra
+	return nil
+}
+
+// unknownFields returns the members of the JSON object data whose keys are
+// not in known, nil when there are none.
+func unknownFields(data []byte, known map[string]bool) (map[string]json.RawMessage, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, err
+	}
+	var extra map[string]json.RawMessage
 	for k, v := range all {
-		if !entryKeys[k] {
-			if e.extra == nil {
-				e.extra = map[string]json.RawMessage{}
+		if !known[k] {
+			if extra == nil {
+				extra = map[string]json.RawMessage{}
 			}
-			e.extra[k] = v
+			extra[k] = v
 		}
 	}
-	return nil
+	return extra, nil
 }
 
 // MarshalJSON writes the known fields, then unknown ones sorted by key.
@@ -94,22 +105,16 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
+	extra, err := unknownFields(data, manifestKeys)
+	if err != nil {
 		return err
 	}
 	*m = Manifest(p)
-	m.extra = nil
-	for k, v := range all {
-		if k != "schemaVersion" && k != "entries" {
-			if m.extra == nil {
-				m.extra = map[string]json.RawMessage{}
-			}
-			m.extra[k] = v
-		}
-	}
+	m.extra = extra
 	return nil
 }
+
+var manifestKeys = map[string]bool{"schemaVersion": true, "entries": true}
 
 // MarshalJSON writes schemaVersion, entries, then unknown fields.
 func (m Manifest) MarshalJSON() ([]byte, error) {
