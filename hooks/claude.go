@@ -160,6 +160,19 @@ func (s *settings) status() (ClaudeStatus, error) {
 
 // save writes the settings back atomically. When nothing but an empty
 // object is left of a file, the file is removed (and .claude/ if empty).
+// finish saves the settings when an install or uninstall changed them and
+// returns the status after.
+func (s *settings) finish(changed bool) (ClaudeStatus, error) {
+	if changed {
+		if err := s.save(); err != nil {
+			return ClaudeStatus{Settings: s.path}, err
+		}
+	}
+	st, err := s.status()
+	st.Changed = changed
+	return st, err
+}
+
 func (s *settings) save() error {
 	if s.hooks.len() > 0 {
 		raw, err := marshal(s.hooks)
@@ -246,14 +259,7 @@ func InstallClaude(root string) (ClaudeStatus, error) {
 		s.hooks.set(h.event, raw)
 		changed = true
 	}
-	if changed {
-		if err := s.save(); err != nil {
-			return ClaudeStatus{Settings: s.path}, err
-		}
-	}
-	st, err := s.status()
-	st.Changed = changed
-	return st, err
+	return s.finish(changed)
 }
 
 // UninstallClaude removes learnwatch's entries from the agent's settings,
@@ -317,12 +323,5 @@ func UninstallClaude(root string) (ClaudeStatus, error) {
 		}
 		s.hooks.set(h.event, raw)
 	}
-	if changed {
-		if err := s.save(); err != nil {
-			return ClaudeStatus{Settings: s.path}, err
-		}
-	}
-	st, err := s.status()
-	st.Changed = changed
-	return st, err
+	return s.finish(changed)
 }

@@ -229,11 +229,7 @@ counted in full every time.`,
 			if session != "" && transcript == "" {
 				return exitcode.Bad("--session needs --transcript")
 			}
-			root, err := a.root()
-			if err != nil {
-				return err
-			}
-			cfg, err := a.config(root)
+			root, cfg, err := a.setup()
 			if err != nil {
 				return err
 			}

@@ -37,11 +37,7 @@ Settings (.memory/learnwatch.yaml): watch.debounce (200ms), watch.max_delay
 unwatched), lock.timeout (10s).`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				root, err := a.root()
-				if err != nil {
-					return err
-				}
-				cfg, err := a.config(root)
+				root, cfg, err := a.setup()
 				if err != nil {
 					return err
 				}
