@@ -261,6 +261,18 @@ func crashRendered(root string, o *manifest.Observation, now time.Time, register
 	return err == nil
 }
 
+// Artifact renders the slash command (a workflow) or the skill (a
+// procedural observation) of e under slug, with its path relative to the
+// root.
+func Artifact(typ, slug string, e markdown.Entry) (rel string, content []byte, err error) {
+	if typ == manifest.Workflow {
+		content, err = markdown.RenderCommand(e)
+		return ".claude/commands/self-learning/" + slug + ".md", content, err
+	}
+	content, err = markdown.RenderSkill(e, slug)
+	return ".claude/skills/" + slug + "/SKILL.md", content, err
+}
+
 func artifactPath(e manifest.Entry) string {
 	if e.AnchorID != "" {
 		return e.Path + "#" + e.AnchorID
@@ -283,16 +295,7 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		if n > 1 {
 			s = fmt.Sprintf("%s-%d", slug, n)
 		}
-		var rel string
-		var content []byte
-		var err error
-		if o.Type == manifest.Workflow {
-			rel = ".claude/commands/self-learning/" + s + ".md"
-			content, err = markdown.RenderCommand(e)
-		} else {
-			rel = ".claude/skills/" + s + "/SKILL.md"
-			content, err = markdown.RenderSkill(e, s)
-		}
+		rel, content, err := Artifact(o.Type, s, e)
 		if err != nil {
 			return "", nil, fmt.Errorf("render %s: %w", o.ID, err)
 		}
