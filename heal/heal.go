@@ -70,6 +70,10 @@ type Result struct {
 	// a corrupt manifest that was set aside).
 	Problems []string `json:"problems,omitempty"`
 	Rendered []string `json:"rendered,omitempty"`
+	// Log is the learning log as this reconcile left it (nil when there is
+	// none), so a caller that goes on to read it (the session-start index)
+	// does not parse the file again.
+	Log *manifest.Log `json:"-"`
 	// Events are the learning signals of this reconcile (DESIGN.md §6):
 	// deleted (harmful), edited (neutral) and kept (helpful) per artifact,
 	// targeting the ADR/PF id for knowledge entries and the observation id
@@ -446,6 +450,7 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	usageBefore := len(st.Usage.Entries)
 	manifestBefore := append([]manifest.Entry(nil), st.Manifest.Entries...)
 	res := Plan(st, opts.Now)
+	res.Log = st.Log
 	if opts.Stale != nil {
 		n, err := opts.Stale(root, st.Log)
 		if err != nil {

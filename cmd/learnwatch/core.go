@@ -194,7 +194,7 @@ func newIndexCmd(a *app) *cobra.Command {
 			if budget <= 0 {
 				budget = cfg.Index.Budget
 			}
-			res, err := buildIndex(a, root, cfg, budget)
+			res, err := buildIndex(a, root, cfg, budget, nil)
 			if err != nil {
 				return err
 			}
@@ -206,12 +206,13 @@ func newIndexCmd(a *app) *cobra.Command {
 }
 
 // buildIndex loads the knowledge entries, scores them and fits the budget.
-func buildIndex(a *app, root string, cfg config.Config, budget int) (index.Result, error) {
+// log is the learning log when the caller has it in memory, else nil.
+func buildIndex(a *app, root string, cfg config.Config, budget int, log *manifest.Log) (index.Result, error) {
 	entries, err := index.Load(root)
 	if err != nil {
 		return index.Result{}, err
 	}
-	entries, avoid := rankEntries(a, root, cfg, entries)
+	entries, avoid := rankEntries(a, root, cfg, entries, log)
 	return index.Build(entries, avoid, budget, minIndexScore), nil
 }
 

@@ -165,7 +165,7 @@ func runDemo(a *app, dir string, keep bool) error {
 	}
 
 	say("The index an agent gets at session start (learnwatch index)")
-	ix, err := buildIndex(a, root, cfg, cfg.Index.Budget)
+	ix, err := buildIndex(a, root, cfg, cfg.Index.Budget, nil)
 	if err != nil {
 		return err
 	}

@@ -101,12 +101,17 @@ func newSessionStartHook(a *app) *cobra.Command {
 					return nil
 				}
 				cfg := a.hookConfig(root)
-				if _, err := reconcile(a, root, cfg, true); err != nil {
+				// The index ranks with the log the reconcile left, when it
+				// wrote it: no second parse of the file.
+				res, err := reconcile(a, root, cfg, true)
+				log := res.Log
+				if err != nil {
 					// The index is still worth giving: say why the
 					// reconcile was skipped and go on.
 					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %v\n", err)
+					log = nil // what is on disk, not what failed to be written
 				}
-				ix, err := buildIndex(a, root, cfg, cfg.Index.Budget)
+				ix, err := buildIndex(a, root, cfg, cfg.Index.Budget, log)
 				if err != nil {
 					return err
 				}

@@ -154,14 +154,16 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage) learn.
 // rankEntries scores index entries with the learning engine (feedback,
 // maturity, recency, context boost) and returns them with their scores,
 // plus the anti-pattern lines.
-func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry) ([]index.Entry, []string) {
+func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log) ([]index.Entry, []string) {
 	evs, _, err := journal.ReadFeedback(root)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
 	}
 	n := now()
 	stats := learn.Fold(evs, n)
-	log, _ := manifest.ReadLog(manifest.PathsFor(root).Log)
+	if log == nil {
+		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
+	}
 	if log == nil {
 		log = &manifest.Log{}
 	}
