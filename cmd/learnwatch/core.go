@@ -57,9 +57,9 @@ func newObserveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			data, err := io.ReadAll(a.stdin)
+			data, err := readAllStdin(a)
 			if err != nil {
-				return fmt.Errorf("read stdin: %w", err)
+				return err
 			}
 			in, err := lifecycle.ParseInput(data)
 			if err != nil {

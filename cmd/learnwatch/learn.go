@@ -61,29 +61,30 @@ func (a *app) withLearningLock(root string, cfg config.Config, fn func() error) 
 	return fn()
 }
 
-// readFeedback reads feedback.jsonl, warning about corrupt lines.
+// readFeedback, readErrors and readOutcomes read a journal, warning about
+// the lines that do not parse.
 func (a *app) readFeedback(root string) ([]learn.Event, error) {
 	evs, corrupt, err := journal.ReadFeedback(root)
-	if corrupt > 0 {
-		a.log.Warn("skipped lines that do not parse", "file", journal.Path(root, journal.FeedbackFile), "count", corrupt)
-	}
+	a.warnSkipped(root, journal.FeedbackFile, corrupt)
 	return evs, err
 }
 
 func (a *app) readErrors(root string) ([]learn.RunError, error) {
 	errs, corrupt, err := journal.ReadErrors(root)
-	if corrupt > 0 {
-		a.log.Warn("skipped lines that do not parse", "file", journal.Path(root, journal.ErrorsFile), "count", corrupt)
-	}
+	a.warnSkipped(root, journal.ErrorsFile, corrupt)
 	return errs, err
 }
 
 func (a *app) readOutcomes(root string) ([]learn.Outcome, error) {
 	outs, corrupt, err := journal.ReadOutcomes(root)
-	if corrupt > 0 {
-		a.log.Warn("skipped lines that do not parse", "file", journal.Path(root, journal.OutcomesFile), "count", corrupt)
-	}
+	a.warnSkipped(root, journal.OutcomesFile, corrupt)
 	return outs, err
+}
+
+func (a *app) warnSkipped(root, file string, corrupt int) {
+	if corrupt > 0 {
+		a.log.Warn("skipped lines that do not parse", "file", journal.Path(root, file), "count", corrupt)
+	}
 }
 
 // refreshPolicy recomputes the overlays after new feedback (the caller holds

@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
@@ -48,7 +48,7 @@ observations are marked mayBeStale/needsReview in the log.`,
 			if err != nil {
 				return exitcode.Wrap(exitcode.IO, err)
 			}
-			rep, marked, err := a.staleScan(root, chk, staleness.OptionsFor(cfg.Staleness), cfg.Lock.Timeout.Duration)
+			rep, marked, err := a.staleScan(root, chk, cfg)
 			if err != nil {
 				return err
 			}
@@ -83,30 +83,29 @@ observations are marked mayBeStale/needsReview in the log.`,
 // staleScan runs the scan under the learning lock and writes the log when
 // Mark changed it. Without a .memory directory there is nothing to scan
 // and nothing is created.
-func (a *app) staleScan(root string, chk *staleness.Checker, opts staleness.Options, timeout time.Duration) (staleness.Report, int, error) {
+func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config) (rep staleness.Report, marked int, err error) {
 	paths := manifest.PathsFor(root)
+	opts := staleness.OptionsFor(cfg.Staleness)
 	if fi, err := os.Stat(paths.Memory); err != nil || !fi.IsDir() {
 		rep, err := staleness.Scan(root, chk, nil, opts)
 		return rep, 0, exitcode.Wrap(exitcode.IO, err)
 	}
-	lock, err := manifest.AcquireLock(a.ctx, paths.LearningLock, timeout)
-	if err != nil {
-		return staleness.Report{}, 0, exitcode.Wrap(exitcode.IO, err)
-	}
-	defer lock.Release()
-	log, err := manifest.ReadLog(paths.Log)
-	if err != nil {
-		return staleness.Report{}, 0, exitcode.Wrap(exitcode.IO, err)
-	}
-	rep, err := staleness.Scan(root, chk, log, opts)
+	err = a.withLearningLock(root, cfg, func() error {
+		log, err := manifest.ReadLog(paths.Log)
+		if err != nil {
+			return err
+		}
+		if rep, err = staleness.Scan(root, chk, log, opts); err != nil {
+			return err
+		}
+		marked = staleness.Mark(log, rep.Stale)
+		if log.Changed() {
+			return manifest.WriteLog(paths.Log, log)
+		}
+		return nil
+	})
 	if err != nil {
 		return rep, 0, exitcode.Wrap(exitcode.IO, err)
-	}
-	marked := staleness.Mark(log, rep.Stale)
-	if log.Changed() {
-		if err := manifest.WriteLog(paths.Log, log); err != nil {
-			return rep, 0, exitcode.Wrap(exitcode.IO, err)
-		}
 	}
 	return rep, marked, nil
 }
