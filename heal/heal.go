@@ -549,12 +549,7 @@ const StrayTempAge = 10 * time.Minute
 // temp file (under the knowledge lock only) safe.
 func removeStrayTemps(p manifest.Paths) {
 	for _, dir := range []string{p.Memory, filepath.Dir(p.Decisions)} {
-		matches, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
-		for _, m := range matches {
-			if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > StrayTempAge {
-				_ = os.Remove(m)
-			}
-		}
+		manifest.RemoveStaleTemps(dir, StrayTempAge)
 	}
 }
 

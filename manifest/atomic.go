@@ -6,9 +6,25 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
 )
+
+// tempInfix names WriteFile's temp files: ".<name>.tmp-<random hex>".
+const tempInfix = ".tmp-"
+
+// RemoveStaleTemps deletes WriteFile's temp files in dir that are older
+// than age: a process killed mid-write leaves one behind. The age bound
+// keeps the temp file of a write still in progress safe.
+func RemoveStaleTemps(dir string, age time.Duration) {
+	matches, _ := filepath.Glob(filepath.Join(dir, ".*"+tempInfix+"*"))
+	for _, m := range matches {
+		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age {
+			_ = os.Remove(m)
+		}
+	}
+}
 
 // WriteFile replaces path with data atomically: the bytes go to a temporary
 // file created with O_EXCL in the same directory, which is fsynced, renamed
@@ -24,7 +40,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	for i := 0; ; i++ {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
-		tmp = filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+hex.EncodeToString(b[:]))
+		tmp = filepath.Join(dir, "."+filepath.Base(path)+tempInfix+hex.EncodeToString(b[:]))
 		var err error
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if err == nil {
