@@ -99,7 +99,7 @@ fi
 
 mkdir -p "$bindir"
 say "building learnwatch with $(go version | awk '{print $3}') into $bindir"
-(cd "$src" && GOBIN="$bindir" go install ./cmd/learnwatch) ||
+(cd "$src" && GOBIN="$bindir" go install -buildvcs=auto ./cmd/learnwatch) ||
 	die "go install ./cmd/learnwatch failed (see the errors above)"
 say "installed $bin ($("$bin" version 2>/dev/null || echo "version unknown"))"
 

@@ -130,7 +130,37 @@ actually keep, and turns deletions and edits into learning signal.`,
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	root.Version = versionString()
+	root.SetVersionTemplate("learnwatch {{.Version}}\n")
+	usageErrorsAreBadInput(root)
 	return root
+}
+
+// usageErrorsAreBadInput makes every way of calling a command wrongly exit 2:
+// a wrong number of arguments, an unknown command, and a misspelt
+// subcommand of a command that only groups others (cobra would print the
+// group's help and exit 0).
+func usageErrorsAreBadInput(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			return exitcode.Wrap(exitcode.BadInput, args(cmd, a))
+		}
+	}
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			if !cmd.HasParent() {
+				return exitcode.Bad("unknown command %q; run 'learnwatch --help' for the list", args[0])
+			}
+			return exitcode.Bad("unknown subcommand %q for %q; run '%s --help' for the list", args[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrorsAreBadInput(sub)
+	}
 }
 
 // root returns the repository root: --root, else the nearest directory
