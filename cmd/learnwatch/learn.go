@@ -95,7 +95,25 @@ func (a *app) refreshPolicy(root string, t time.Time) {
 	}
 }
 
+// stdinExamples shows, per command that reads JSON from stdin, how to pipe
+// it in; a terminal on stdin gets this hint instead of a silent wait.
+var stdinExamples = map[string]string{
+	"learnwatch observe":        `echo '{"id":"obs_deploy","type":"workflow","pattern":"deploy with make release","evidence":["ran make release"]}' | learnwatch observe`,
+	"learnwatch outcome record": `echo '{"run_id":"r1","success":true,"duration_ms":60000,"retry_count":0}' | learnwatch outcome record`,
+	"learnwatch verdict record": `echo '{"run_id":"r1","verdict":"PASS","role":"sentinel","evidence_level":1}' | learnwatch verdict record`,
+}
+
+// readAllStdin reads the command's JSON input. A terminal on stdin is refused
+// with a hint: waiting silently for input nobody knows to type looks like a
+// hang.
 func readAllStdin(a *app) ([]byte, error) {
+	if stdinIsTerminal(a.stdin) {
+		ex := stdinExamples[a.cmdPath]
+		if ex == "" {
+			ex = "cat input.json | " + a.cmdPath
+		}
+		return nil, exitcode.Bad("%s reads JSON from stdin, and stdin is a terminal: pipe the input in, e.g.\n  %s", a.cmdPath, ex)
+	}
 	data, err := io.ReadAll(a.stdin)
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.IO, fmt.Errorf("read stdin: %w", err))

@@ -29,6 +29,8 @@ type app struct {
 	jsonOut   bool
 	logFormat string
 	verbose   bool
+	// cmdPath is the running command ("learnwatch observe"), for messages.
+	cmdPath string
 
 	stdin  io.Reader
 	stdout io.Writer
@@ -99,6 +101,7 @@ actually keep, and turns deletions and edits into learning signal.`,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			a.ctx = cmd.Context()
+			a.cmdPath = cmd.CommandPath()
 			var h slog.Handler
 			opts := &slog.HandlerOptions{Level: slog.LevelWarn}
 			if a.verbose {
