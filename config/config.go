@@ -1,14 +1,17 @@
 // Package config reads the optional .memory/learnwatch.yaml. Every setting
-// has a default, so a missing file is the same as an empty one; unknown keys
-// are ignored so newer configs still load in older binaries.
+// has a default, so a missing file is the same as an empty one. A key the
+// binary does not know is an error naming it with its line: a misspelt
+// `blok: true` must not silently leave commits unblocked.
 package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -122,7 +125,7 @@ func Load(root string) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil
 	}
-	if err := yaml.Unmarshal(data, &c); err != nil {
+	if err := decodeStrict(data, &c); err != nil {
 		return Default(), fmt.Errorf("parse %s: %w", path, err)
 	}
 	if len(c.Staleness.Extensions) == 0 {
@@ -144,4 +147,55 @@ func Load(root string) (Config, error) {
 		c.Staleness.RenameDepth = 200
 	}
 	return c, nil
+}
+
+// decodeStrict decodes YAML into c, refusing keys Config does not have.
+// yaml.v3 names each problem with its line ("line 3: field blok not found
+// in type config.Precommit"); the type name is rewritten in the user's
+// terms.
+func decodeStrict(data []byte, c *Config) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(c)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs := make([]string, len(te.Errors))
+		for i, m := range te.Errors {
+			msgs[i] = userTerms(m)
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	return err
+}
+
+// userTerms turns "line 3: field blok not found in type config.Precommit"
+// into "line 3: unknown key \"blok\" under precommit".
+func userTerms(msg string) string {
+	line, rest, ok := strings.Cut(msg, ": ")
+	if !ok || !strings.HasPrefix(rest, "field ") {
+		return msg
+	}
+	field, typ, ok := strings.Cut(strings.TrimPrefix(rest, "field "), " not found in type ")
+	if !ok {
+		return msg
+	}
+	section := sectionOf[strings.TrimPrefix(typ, "config.")]
+	if section == "" {
+		return fmt.Sprintf("%s: unknown key %q", line, field)
+	}
+	return fmt.Sprintf("%s: unknown key %q under %s", line, field, section)
+}
+
+// sectionOf names each section's Go type by its key in the file.
+var sectionOf = map[string]string{
+	"Config":    "the top level",
+	"Staleness": "staleness",
+	"Precommit": "precommit",
+	"Watch":     "watch",
+	"Index":     "index",
+	"Learn":     "learn",
+	"Lock":      "lock",
 }
