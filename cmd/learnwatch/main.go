@@ -133,6 +133,7 @@ actually keep, and turns deletions and edits into learning signal.`,
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
+	applyHelp(root)
 	root.Version = versionString()
 	root.SetVersionTemplate("learnwatch {{.Version}}\n")
 	usageErrorsAreBadInput(root)
