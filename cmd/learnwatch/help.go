@@ -72,9 +72,9 @@ var commandExamples = map[string]string{
 	"hook stop":          `  echo '{"cwd":"/path/to/repo","transcript_path":"/path/to/session.jsonl"}' | learnwatch hook stop`,
 	"cite": `  learnwatch cite --transcript ~/.claude/projects/x/session.jsonl
   cat notes.txt | learnwatch cite`,
-	"outcome": `  echo '{"run_id":"r1","success":true,"duration_ms":60000,"retry_count":0}' | learnwatch outcome record`,
-	"outcome record": `  echo '{"run_id":"r1","success":false,"duration_ms":900000,"retry_count":2,"failure_type":"timeout","cited":["ADR-002"]}' | learnwatch outcome record`,
-	"outcome error":  `  learnwatch outcome error --run r1 --type timeout --message "tests hung after 10 min"`,
+	"outcome":         `  echo '{"run_id":"r1","success":true,"duration_ms":60000,"retry_count":0}' | learnwatch outcome record`,
+	"outcome record":  `  echo '{"run_id":"r1","success":false,"duration_ms":900000,"retry_count":2,"failure_type":"timeout","cited":["ADR-002"]}' | learnwatch outcome record`,
+	"outcome error":   `  learnwatch outcome error --run r1 --type timeout --message "tests hung after 10 min"`,
 	"outcome resolve": `  learnwatch outcome resolve err_1a2b3c`,
 	"outcome errors":  `  learnwatch outcome errors --run r1`,
 	"verdict":         `  echo '{"run_id":"r1","verdict":"FAIL","role":"sentinel","evidence_level":2,"false_positives":["ADR-004"]}' | learnwatch verdict record`,
