@@ -26,6 +26,9 @@ const (
 // Types lists the observation types in display order.
 var Types = []string{Workflow, Procedural, Decision, Pitfall}
 
+// Statuses lists the observation statuses in lifecycle order.
+var Statuses = []string{Observing, Ready, Created, Deprecated}
+
 // Observation is one line of the learning log. Fields other tools add are
 // kept in extra and written back unchanged.
 type Observation struct {

@@ -72,12 +72,19 @@ func newObserveCmd(a *app) *cobra.Command {
 			for _, m := range res.Messages {
 				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", m)
 			}
-			return a.emit(res, func(w io.Writer) {
+			if err := a.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "observe: %d created, %d merged, %d skipped\n", res.Created, res.Merged, res.Skipped)
 				for _, id := range res.Promoted {
 					fmt.Fprintf(w, "  %s is ready to render\n", id)
 				}
-			})
+			}); err != nil {
+				return err
+			}
+			if res.Skipped > 0 && res.Created+res.Merged == 0 {
+				// Every observation was bad input: the caller must hear it.
+				return exitSilently(exitcode.BadInput)
+			}
+			return nil
 		},
 	}
 }
@@ -187,11 +194,14 @@ func newIndexCmd(a *app) *cobra.Command {
 		Short: "Print the compact, ranked knowledge index an agent gets at session start",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if budget < 0 {
+				return exitcode.Bad("--budget must not be negative, got %d", budget)
+			}
 			root, cfg, err := a.setup()
 			if err != nil {
 				return err
 			}
-			if budget <= 0 {
+			if budget == 0 {
 				budget = cfg.Index.Budget
 			}
 			res, err := buildIndex(a, root, cfg, budget, nil)

@@ -29,6 +29,7 @@ type app struct {
 	jsonOut   bool
 	logFormat string
 	verbose   bool
+	quiet     bool
 	// cmdPath is the running command ("learnwatch observe"), for messages.
 	cmdPath string
 
@@ -75,7 +76,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var silent *silentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "learnwatch: %v\n", err)
+		if a.logFormat == "json" {
+			// --log-format json covers the final error too: a machine
+			// reading stderr gets one JSON object a line throughout.
+			slog.New(slog.NewJSONHandler(stderr, nil)).Error(err.Error(), "exit", code)
+		} else {
+			fmt.Fprintf(stderr, "learnwatch: %v\n", err)
+		}
 	}
 	return code
 }
@@ -104,8 +111,14 @@ actually keep, and turns deletions and edits into learning signal.`,
 			a.cmdPath = cmd.CommandPath()
 			var h slog.Handler
 			opts := &slog.HandlerOptions{Level: slog.LevelWarn}
+			if a.verbose && a.quiet {
+				return exitcode.Bad("-v and -q contradict each other")
+			}
 			if a.verbose {
 				opts.Level = slog.LevelDebug
+			}
+			if a.quiet {
+				opts.Level = slog.LevelError
 			}
 			switch a.logFormat {
 			case "json":
@@ -130,6 +143,7 @@ actually keep, and turns deletions and edits into learning signal.`,
 	pf.BoolVar(&a.jsonOut, "json", false, "print one JSON object on stdout")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr")
+	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only errors (and the --json object): for hooks and scripts")
 	for _, f := range commands {
 		root.AddCommand(f(a))
 	}
@@ -213,6 +227,9 @@ func (a *app) config(root string) (config.Config, error) {
 
 // emit prints v as one JSON object with --json, else calls human.
 func (a *app) emit(v any, human func(w io.Writer)) error {
+	if a.quiet && !a.jsonOut {
+		return nil
+	}
 	if a.jsonOut {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetEscapeHTML(false)

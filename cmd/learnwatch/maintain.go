@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,10 +56,14 @@ func newStatusCmd(a *app) *cobra.Command {
 				out["watcher"] = watcher
 			}
 			return a.emit(out, func(w io.Writer) {
-				if !log.Exists {
-					fmt.Fprintln(w, "no learning log yet (.memory/learning-log.jsonl)")
+				switch {
+				case !log.Exists:
+					fmt.Fprintln(w, "nothing learned yet: no learning log (.memory/learning-log.jsonl); pipe observations into learnwatch observe")
+				case c.Total == 0 && c.Corrupt == 0 && c.Invalid == 0:
+					fmt.Fprintln(w, "nothing learned yet: the learning log holds no observations")
+				default:
+					fmt.Fprintf(w, "observations: %d (%s)\n", c.Total, sortedCounts(c.ByStatus))
 				}
-				fmt.Fprintf(w, "observations: %d (%s)\n", c.Total, sortedCounts(c.ByStatus))
 				for _, t := range manifest.Types {
 					if n := c.ByType[t]; n > 0 {
 						fmt.Fprintf(w, "  %-10s %d (%s)\n", t, n, sortedCounts(c.Matrix[t]))
@@ -89,6 +94,12 @@ func newListCmd(a *app) *cobra.Command {
 		Short: "List observations, highest confidence first",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if typ != "" && !slices.Contains(manifest.Types, typ) {
+				return exitcode.Bad("--type %q: must be one of %s", typ, strings.Join(manifest.Types, ", "))
+			}
+			if status != "" && !slices.Contains(manifest.Statuses, status) {
+				return exitcode.Bad("--status %q: must be one of %s", status, strings.Join(manifest.Statuses, ", "))
+			}
 			_, log, err := a.readLog()
 			if err != nil {
 				return err

@@ -37,6 +37,9 @@ Settings (.memory/learnwatch.yaml): watch.debounce (200ms), watch.max_delay
 unwatched), lock.timeout (10s).`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				if a.jsonOut {
+					return exitcode.Bad("watch prints no result object; for machine-readable logs use --log-format json")
+				}
 				root, cfg, err := a.setup()
 				if err != nil {
 					return err
