@@ -163,6 +163,9 @@ func printHooksStatus(w io.Writer, st hooksStatus) {
 			switch h.State {
 			case hooks.OursChained:
 				note = " (runs " + filepath.Base(h.Chained) + " first)"
+				if h.ChainedFramework {
+					note = " (runs the pre-commit framework's hook first, then learnwatch's check)"
+				}
 			case hooks.Foreign:
 				note = " (not learnwatch's; left alone)"
 			}
