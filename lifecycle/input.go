@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"unicode"
 
 	"github.com/learnwatch/learnwatch/manifest"
@@ -22,7 +25,7 @@ func ParseInput(data []byte) ([]*manifest.Observation, error) {
 	if trimmed[0] == '[' {
 		var raw []json.RawMessage
 		if err := json.Unmarshal(trimmed, &raw); err != nil {
-			return nil, fmt.Errorf("input is not a JSON array of observations: %w", err)
+			return nil, fmt.Errorf("not JSON: the array of observations %s", jsonProblem(err))
 		}
 		out := make([]*manifest.Observation, 0, len(raw))
 		for i, r := range raw {
@@ -58,7 +61,7 @@ func ParseInput(data []byte) ([]*manifest.Observation, error) {
 				off += int64(len(rest) - len(bytes.TrimLeftFunc(rest, unicode.IsSpace)))
 			}
 			line := 1 + lead + bytes.Count(trimmed[:off], []byte("\n"))
-			return nil, fmt.Errorf("line %d: input is not JSON: %w", line, err)
+			return nil, fmt.Errorf("line %d: not JSON (%s)", line, jsonProblem(err))
 		}
 		o, err := decodeOne(r)
 		if err != nil {
@@ -77,18 +80,99 @@ func decodeOne(r json.RawMessage) (*manifest.Observation, error) {
 	}
 	var o manifest.Observation
 	if err := json.Unmarshal(r, &o); err != nil {
-		// Valid JSON with a field of the wrong type is an invalid
-		// observation, skipped with a message naming it and the field.
+		// Valid JSON with fields of the wrong type is an invalid
+		// observation, skipped with a message naming it and every such
+		// field (the decoder itself stops at the first).
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			var loose struct {
-				ID any `json:"id"`
-			}
-			_ = json.Unmarshal(r, &loose)
-			id, _ := loose.ID.(string)
-			return manifest.InvalidObservation(id, fmt.Errorf("field %s: %s where %s was expected", te.Field, te.Value, te.Type)), nil
+			var fields map[string]json.RawMessage
+			_ = json.Unmarshal(r, &fields)
+			var id string
+			_ = json.Unmarshal(fields["id"], &id)
+			return manifest.InvalidObservation(id, wrongTypes(fields)), nil
 		}
-		return nil, fmt.Errorf("observation does not fit the format: %w", err)
+		return nil, fmt.Errorf("observation does not fit the format: %s", jsonProblem(err))
 	}
 	return &o, nil
+}
+
+// fieldKinds are the JSON kinds of the observation fields learnwatch reads.
+var fieldKinds = map[string]string{
+	"id": "string", "type": "string", "pattern": "string", "details": "string",
+	"first_seen": "string", "last_seen": "string", "status": "string",
+	"artifact_path": "string", "deprecated_at": "string", "staleReason": "string",
+	"confidence": "number", "observations": "number",
+	"quality_ok": "boolean", "needsReview": "boolean", "mayBeStale": "boolean", "softCapExceeded": "boolean",
+	"evidence": "array of strings",
+}
+
+// wrongTypes lists every field whose JSON kind is not the one the format
+// wants, in field-name order.
+func wrongTypes(fields map[string]json.RawMessage) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		want, known := fieldKinds[name]
+		if !known {
+			continue
+		}
+		got := kindOf(fields[name])
+		ok := got == want || got == "null" ||
+			(want == "array of strings" && got == "array" && json.Unmarshal(fields[name], new([]string)) == nil)
+		if !ok {
+			errs = append(errs, fmt.Errorf("field %s: %s where %s was expected", name, got, want))
+		}
+	}
+	if len(errs) == 0 {
+		return errors.New("a field does not have the type the format wants")
+	}
+	return joinProblems(errs)
+}
+
+// joinProblems joins several problems on one line ("a; b").
+func joinProblems(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// kindOf names the JSON kind of a raw value.
+func kindOf(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// jsonProblem says in the user's terms why input is not JSON, instead of
+// the decoder's wording ("invalid character 'h' looking for beginning of
+// value").
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "it ends in the middle of a value: an unclosed object, array or string"
+	case errors.As(err, &se):
+		msg := se.Error()
+		if c, ok := strings.CutPrefix(msg, "invalid character "); ok {
+			ch, _, _ := strings.Cut(c, " ")
+			return fmt.Sprintf("unexpected character %s at byte %d", ch, se.Offset)
+		}
+		return fmt.Sprintf("%s at byte %d", msg, se.Offset)
+	}
+	return err.Error()
 }

@@ -1,0 +1,55 @@
+package lifecycle
+
+import (
+	"strings"
+	"testing"
+)
+
+// Bad input is explained in the user's terms, naming the line, and an
+// observation with several wrong fields names every one of them.
+func TestParseInputMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		notWant  string
+	}{
+		{"prose", "hello\n", []string{"line 1: not JSON (unexpected character 'h' at byte 1)"}, "looking for beginning"},
+		{"truncated", `{"id":"obs_a"`, []string{"line 1: not JSON (it ends in the middle of a value"}, "unexpected EOF"},
+		{"third line", "{\"id\":\"obs_a\",\"type\":\"workflow\",\"pattern\":\"p\"}\n{\"id\":\"obs_b\",\"type\":\"workflow\",\"pattern\":\"q\"}\nnotjson\n", []string{"line 3: not JSON"}, "literal null"},
+		{"array", `[{"id":"obs_a"},`, []string{"not JSON: the array of observations"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseInput([]byte(tc.in))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %q uses the decoder's wording %q", err, tc.notWant)
+			}
+		})
+	}
+}
+
+func TestParseInputEveryWrongField(t *testing.T) {
+	obs, err := ParseInput([]byte(`{"id":"obs_a","type":"workflow","pattern":3,"evidence":"one","quality_ok":"yes","confidence":0.5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verr := obs[0].Validate()
+	if verr == nil {
+		t.Fatal("an observation with wrong field types validated")
+	}
+	for _, w := range []string{"field evidence: string where array of strings was expected", "field pattern: number where string was expected", "field quality_ok: string where boolean was expected"} {
+		if !strings.Contains(verr.Error(), w) {
+			t.Errorf("%q lacks %q", verr, w)
+		}
+	}
+	if strings.Contains(verr.Error(), "confidence") {
+		t.Errorf("%q names a field that is fine", verr)
+	}
+}
