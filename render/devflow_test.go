@@ -283,3 +283,47 @@ func TestCorruptNotificationsLeftAlone(t *testing.T) {
 		t.Error("entry not appended")
 	}
 }
+
+// A command devflow's render-ready wrote for the same pattern (its
+// template, its marker) and crashed before its log write is adopted and
+// rewritten; a marked file for another pattern, and an unmarked file with
+// the same description (a human's), are left alone.
+func TestAdoptsDevflowRenderedCommand(t *testing.T) {
+	devflowCommand := func(pattern string) string {
+		return "---\ndescription: \"" + strings.ReplaceAll(pattern, `"`, `\"`) + "\"\n" +
+			"# devflow-learning: auto-generated (2025-12-30, confidence: 0.7, obs: 2)\n---\n\n# " + pattern + "\n\n\n\n## Evidence\n- old session\n"
+	}
+	root := t.TempDir()
+	putFile(t, root, ".claude/commands/self-learning/squash-fixups-before-pushing.md", devflowCommand(`Squash "fixups" before pushing`))
+	putFile(t, root, ".claude/commands/self-learning/tag-releases-from-main.md", devflowCommand("Tag releases from main, always"))
+	human := "---\ndescription: Run go generate after editing enums\n---\n\n# My notes\n"
+	putFile(t, root, ".claude/commands/self-learning/run-go-generate-after-editing-enums.md", human)
+	putFile(t, root, ".memory/learning-log.jsonl",
+		obsLine("obs_sq", manifest.Workflow, `Squash "fixups" before pushing`, "", 0.9, 3, true)+
+			obsLine("obs_tag", manifest.Workflow, "Tag releases from main", "", 0.9, 3, true)+
+			obsLine("obs_gen", manifest.Workflow, "Run go generate after editing enums", "", 0.9, 3, true))
+	res := run(t, root)
+	paths := map[string]string{}
+	for _, r := range res.Rendered {
+		paths[r.ID] = r.Path
+	}
+	want := map[string]string{
+		"obs_sq":  ".claude/commands/self-learning/squash-fixups-before-pushing.md",
+		"obs_tag": ".claude/commands/self-learning/tag-releases-from-main-2.md",
+		"obs_gen": ".claude/commands/self-learning/run-go-generate-after-editing-enums-2.md",
+	}
+	for id, p := range want {
+		if paths[id] != p {
+			t.Errorf("%s rendered to %q, want %q", id, paths[id], p)
+		}
+	}
+	if b := read(t, root, want["obs_sq"]); !strings.Contains(b, "confidence: 0.9, obs: 3)") || strings.Contains(b, "old session") {
+		t.Errorf("adopted file not rewritten:\n%s", b)
+	}
+	if read(t, root, ".claude/commands/self-learning/run-go-generate-after-editing-enums.md") != human {
+		t.Error("a human's file was overwritten")
+	}
+	if read(t, root, ".claude/commands/self-learning/tag-releases-from-main.md") != devflowCommand("Tag releases from main, always") {
+		t.Error("another pattern's artifact was overwritten")
+	}
+}

@@ -320,7 +320,8 @@ func artifactPath(e manifest.Entry) string {
 // it is adopted — also when it differs only in the evidence and no manifest entry
 // claims it (that render crashed, then the observation was sighted again
 // with new evidence: rendering a second file would leave the first one
-// behind as a duplicate).
+// behind as a duplicate), or when it is another renderer's artifact for the
+// same pattern (see generatedFor).
 func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registered map[string]bool) (string, []byte, error) {
 	slug := markdown.Slug(o.Pattern)
 	for n := 1; n < 1000; n++ {
@@ -343,8 +344,31 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		if err == nil && !registered[rel] && bytes.Equal(withoutEvidence(markdown.WithoutMarker(existing)), withoutEvidence(markdown.WithoutMarker(content))) {
 			return rel, content, nil
 		}
+		if err == nil && !registered[rel] && generatedFor(existing, o.Pattern) {
+			return rel, content, nil
+		}
 	}
 	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
+}
+
+// generatedFor reports whether an unregistered file is a self-learning
+// artifact generated for pattern by another renderer (devflow's render-ready,
+// or an older learnwatch): its frontmatter carries the artifact marker and
+// its description is the pattern (devflow's skills say "This skill should
+// be used when <pattern>"). Such a file is the same observation's render
+// cut short before its log write, so it is adopted (and rewritten) rather
+// than left behind beside a numbered duplicate. A file without the marker
+// is a human's and is never taken.
+func generatedFor(existing []byte, pattern string) bool {
+	if !markdown.HasMarker(existing) {
+		return false
+	}
+	fm, _, err := markdown.Frontmatter(existing)
+	if err != nil {
+		return false
+	}
+	d, _ := fm["description"].(string)
+	return d != "" && (d == pattern || d == "This skill should be used when "+pattern)
 }
 
 // withoutEvidence drops what a rendered command or skill says about the
