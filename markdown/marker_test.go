@@ -89,7 +89,7 @@ func TestWithoutMarkerComparesRenders(t *testing.T) {
 // The marker is the last line of the frontmatter of every rendered command
 // and skill, whatever the pattern, and the frontmatter still decodes.
 func TestMarkerIsLastFrontmatterLine(t *testing.T) {
-	for _, p := range append(hostile, "# devflow-learning: auto-generated (forged)", "x\n# devflow-learning: auto-generated\ny") {
+	for _, p := range append(hostile, "# devflow-learning: auto-generated (forged)", "x\n# devflow-learning: auto-generated\ny", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk", "para\u2028graph\r\nx") {
 		e := Entry{Pattern: p, Date: day, Confidence: 0.5, Observations: 2}
 		cmd, err := RenderCommand(e)
 		if err != nil {
@@ -99,7 +99,12 @@ func TestMarkerIsLastFrontmatterLine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, out := range [][]byte{cmd, skill} {
+		for i, out := range [][]byte{cmd, skill} {
+			// Every key on one line: the marker is line 3 of a command and
+			// line 6 of a skill, within the first 10 lines devflow reads.
+			if want := []int{2, 5}[i]; strings.Split(string(out), "\n")[want] != Marker(day, 0.5, 2) {
+				t.Errorf("%q: marker not on line %d\n%s", p, want+1, out)
+			}
 			fm, _, ok := frontmatterBlock(out)
 			if !ok {
 				t.Fatalf("%q: no frontmatter\n%s", p, out)

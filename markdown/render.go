@@ -118,7 +118,7 @@ func leadingKey(s string, knownOnly bool) (string, int, bool) {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // frontmatter encodes the ordered key/value pairs as a YAML mapping between "---" lines,
-// with marker (a "# …" comment line, see Marker) as the last line of the mapping: the
+// one line per key (a string with a line break is double-quoted), with marker (a "# …" comment line, see Marker) as the last line of the mapping: the
 // encoder writes it as the foot comment of the last value.
 func frontmatter(marker string, pairs ...any) ([]byte, error) {
 	m := &yaml.Node{Kind: yaml.MappingNode}
@@ -130,6 +130,11 @@ func frontmatter(marker string, pairs ...any) ([]byte, error) {
 		}
 		if err := v.Encode(pairs[i+1]); err != nil {
 			return nil, fmt.Errorf("encode frontmatter %v: %w", pairs[i], err)
+		}
+		if str, ok := pairs[i+1].(string); ok && strings.ContainsAny(str, "\n\r\u0085\u2028\u2029") {
+			// One line per key (escaped line breaks), so the marker stays
+			// within the first lines where devflow's cleanup looks for it.
+			v.Style = yaml.DoubleQuotedStyle
 		}
 		m.Content = append(m.Content, k, v)
 	}

@@ -21,7 +21,8 @@ import (
 
 // devflowFrontmatter and devflowMarker reimplement how devflow's cleanup
 // finds self-learning artifacts: the frontmatter block at the top of the
-// file, and in it a line starting with the marker.
+// file, and in it a line starting with the marker — within the first 10
+// lines of the file, as devflow's skill cleanup reads only those.
 var (
 	devflowFrontmatter = regexp.MustCompile(`^---\r?\n([\s\S]*?)\r?\n---`)
 	devflowMarker      = regexp.MustCompile(`(?m)^# devflow-learning: auto-generated`)
@@ -41,8 +42,12 @@ func devflowScan(t *testing.T, root string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		head := b
+		if lines := bytes.SplitAfterN(b, []byte("\n"), 11); len(lines) == 11 {
+			head = bytes.Join(lines[:10], nil)
+		}
 		m := devflowFrontmatter.FindSubmatch(b)
-		if m != nil && devflowMarker.Match(m[1]) {
+		if m != nil && devflowMarker.Match(m[1]) && devflowMarker.Match(head) {
 			rel, _ := filepath.Rel(root, p)
 			found = append(found, filepath.ToSlash(rel))
 		}
@@ -66,14 +71,18 @@ func TestMarkerFoundByDevflowScan(t *testing.T) {
 	putFile(t, root, ".claude/commands/self-learning/deploy-notes.md", "---\ndescription: my own notes\n---\n\n# Deploy notes\n")
 	putFile(t, root, ".memory/learning-log.jsonl",
 		obsLine("obs_wf", manifest.Workflow, `Run "make check": before pushing`, "The CI runs the same target.", 0.95, 4, true)+
-			obsLine("obs_pr", manifest.Procedural, "Bisect flaky tests with -count=50", "steps: go test -run X -count=50; bisect the commits", 0.8, 3, true))
+			obsLine("obs_pr", manifest.Procedural, "Bisect flaky tests with -count=50", "steps: go test -run X -count=50; bisect the commits", 0.8, 3, true)+
+			// An extractor's pattern over several lines: still one frontmatter
+			// line, so the marker stays within the first ten.
+			obsLine("obs_ml", manifest.Procedural, "Regenerate mocks\nafter\nevery\nchange\nto\nan\ninterface\nin pkg/store", "", 0.75, 2, true))
 	res := run(t, root)
-	if len(res.Rendered) != 2 {
+	if len(res.Rendered) != 3 {
 		t.Fatalf("rendered %+v", res)
 	}
 	want := map[string]string{
-		".claude/commands/self-learning/run-make-check-before-pushing.md": "# devflow-learning: auto-generated (2026-01-05, confidence: 0.95, obs: 4)",
-		".claude/skills/bisect-flaky-tests-with-count-50/SKILL.md":        "# devflow-learning: auto-generated (2026-01-05, confidence: 0.8, obs: 3)",
+		".claude/commands/self-learning/run-make-check-before-pushing.md":            "# devflow-learning: auto-generated (2026-01-05, confidence: 0.95, obs: 4)",
+		".claude/skills/bisect-flaky-tests-with-count-50/SKILL.md":                   "# devflow-learning: auto-generated (2026-01-05, confidence: 0.8, obs: 3)",
+		".claude/skills/regenerate-mocks-after-every-change-to-an-interfac/SKILL.md": "# devflow-learning: auto-generated (2026-01-05, confidence: 0.75, obs: 2)",
 	}
 	for rel, marker := range want {
 		b := []byte(read(t, root, rel))
@@ -102,7 +111,7 @@ func TestMarkerFoundByDevflowScan(t *testing.T) {
 		t.Errorf("command description = %v", fm["description"])
 	}
 	got := devflowScan(t, root)
-	if strings.Join(got, " ") != ".claude/commands/self-learning/run-make-check-before-pushing.md .claude/skills/bisect-flaky-tests-with-count-50/SKILL.md" {
+	if strings.Join(got, " ") != ".claude/commands/self-learning/run-make-check-before-pushing.md .claude/skills/bisect-flaky-tests-with-count-50/SKILL.md .claude/skills/regenerate-mocks-after-every-change-to-an-interfac/SKILL.md" {
 		t.Errorf("devflow scan found %q", got)
 	}
 }
