@@ -24,7 +24,8 @@ type Attention struct {
 }
 
 // Review lists the observations needing attention: needsReview, mayBeStale
-// (with the reason), softCapExceeded, and long-unseen low-confidence ones.
+// (with the reason), ready without quality_ok (render skips those),
+// softCapExceeded, and long-unseen low-confidence ones.
 func Review(obs []*manifest.Observation, now time.Time) []Attention {
 	var out []Attention
 	for _, o := range obs {
@@ -38,6 +39,9 @@ func Review(obs []*manifest.Observation, now time.Time) []Attention {
 				r += ": " + o.StaleReason
 			}
 			why = append(why, r)
+		}
+		if o.Status == manifest.Ready && !o.QualityOK {
+			why = append(why, "ready but quality_ok is not true: render skips it")
 		}
 		if o.SoftCapExceeded {
 			why = append(why, "knowledge file full (100 active entries): deprecate an entry to make room")

@@ -117,6 +117,9 @@ func FuzzRenderRoundTrip(f *testing.F) {
 			if got, _ := fm["description"].(string); got != pattern {
 				t.Fatalf("description %q, want %q\n%s", got, pattern, out)
 			}
+			if !HasMarker(out) || HasMarker(WithoutMarker(out)) {
+				t.Fatalf("marker of %q not found or not removed\n%s", pattern, out)
+			}
 		}
 		// A rendered knowledge entry is exactly one section with the right ID and marker.
 		for _, sec := range [][]byte{RenderDecision("ADR-042", e), RenderPitfall("PF-042", e)} {
@@ -182,4 +185,24 @@ func BenchmarkSections(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzMarker: the marker scan never panics, removes at most one line and
+// changes nothing in a document without a marker.
+func FuzzMarker(f *testing.F) {
+	f.Add([]byte("---\ndescription: x\n# devflow-learning: auto-generated (2024-01-01, confidence: 1, obs: 1)\n---\n"))
+	f.Add([]byte("---\r\n# devflow-learning: auto-generated\r\n---"))
+	f.Add([]byte("---\n---\n# devflow-learning: auto-generated\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		out := WithoutMarker(doc)
+		if !HasMarker(doc) {
+			if !bytes.Equal(out, doc) {
+				t.Fatalf("no marker, but WithoutMarker changed %q to %q", doc, out)
+			}
+			return
+		}
+		if len(out) >= len(doc) || bytes.Count(doc, []byte("\n"))-bytes.Count(out, []byte("\n")) > 1 {
+			t.Fatalf("WithoutMarker(%q) = %q", doc, out)
+		}
+	})
 }

@@ -17,6 +17,10 @@ type Entry struct {
 	Details       string // decisions "context: …; decision: …; rationale: …", pitfalls "area: …; issue: …; impact: …; resolution: …"
 	Evidence      []string
 	Date          time.Time
+	// Confidence and Observations are the observation's, for the artifact
+	// marker line of a command or skill.
+	Confidence   float64
+	Observations int
 }
 
 // detailKeys are the keys ParseDetails splits on after a ";".
@@ -113,8 +117,10 @@ func leadingKey(s string, knownOnly bool) (string, int, bool) {
 // oneLine collapses every run of whitespace (newlines included) into one space and trims.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// frontmatter encodes the ordered key/value pairs as a YAML mapping between "---" lines.
-func frontmatter(pairs ...any) ([]byte, error) {
+// frontmatter encodes the ordered key/value pairs as a YAML mapping between "---" lines,
+// one line per key (a string with a line break is double-quoted), with marker (a "# …" comment line, see Marker) as the last line of the mapping: the
+// encoder writes it as the foot comment of the last value.
+func frontmatter(marker string, pairs ...any) ([]byte, error) {
 	m := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(pairs); i += 2 {
 		k := &yaml.Node{}
@@ -125,7 +131,15 @@ func frontmatter(pairs ...any) ([]byte, error) {
 		if err := v.Encode(pairs[i+1]); err != nil {
 			return nil, fmt.Errorf("encode frontmatter %v: %w", pairs[i], err)
 		}
+		if str, ok := pairs[i+1].(string); ok && strings.ContainsAny(str, "\n\r\u0085\u2028\u2029") {
+			// One line per key (escaped line breaks), so the marker stays
+			// within the first lines where devflow's cleanup looks for it.
+			v.Style = yaml.DoubleQuotedStyle
+		}
 		m.Content = append(m.Content, k, v)
+	}
+	if n := len(m.Content); n > 0 && marker != "" {
+		m.Content[n-1].FootComment = marker
 	}
 	var buf bytes.Buffer
 	buf.WriteString("---\n")
@@ -140,6 +154,9 @@ func frontmatter(pairs ...any) ([]byte, error) {
 	buf.WriteString("---\n")
 	return buf.Bytes(), nil
 }
+
+// entryMarker is the artifact marker line of e.
+func entryMarker(e Entry) string { return Marker(e.Date, e.Confidence, e.Observations) }
 
 // writeDetails writes the details as a paragraph block (verbatim apart from trimming)
 // followed by a blank line; nothing when empty.
@@ -162,11 +179,12 @@ func heading1(pattern string) string {
 }
 
 // RenderCommand renders a workflow artifact (.claude/commands/self-learning/<slug>.md):
-// YAML frontmatter {description: <pattern>} from the YAML encoder, "# <pattern>" (on one
+// YAML frontmatter {description: <pattern>} from the YAML encoder and the artifact marker
+// line (Marker of the entry's date, confidence and observations), "# <pattern>" (on one
 // line), the details verbatim, and "## Evidence" with one "- item" per evidence string
 // (whitespace collapsed; the section is left out when there is no evidence).
 func RenderCommand(e Entry) ([]byte, error) {
-	fm, err := frontmatter("description", e.Pattern)
+	fm, err := frontmatter(entryMarker(e), "description", e.Pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -208,13 +226,14 @@ func trimOneNewline(b []byte) []byte {
 
 // RenderSkill renders a procedural artifact (.claude/skills/<slug>/SKILL.md): frontmatter
 // with, in this order, name: self-learning:<slug>, description: <pattern>,
-// user-invocable: false, allowed-tools: "Read, Grep, Glob" (a string); then
+// user-invocable: false, allowed-tools: "Read, Grep, Glob" (a string), then the artifact
+// marker line; then
 // "# <pattern>", the details, "## Iron Law" with the pattern in upper case,
 // "## When This Skill Activates" (trigger/when/context details, then the pattern and up to
 // five evidence items) and "## Procedure" (steps/procedure details split on ";" or
 // newlines, else the other details in order, then applying and verifying the pattern).
 func RenderSkill(e Entry, slug string) ([]byte, error) {
-	fm, err := frontmatter(
+	fm, err := frontmatter(entryMarker(e),
 		"name", "self-learning:"+slug,
 		"description", e.Pattern,
 		"user-invocable", false,

@@ -66,11 +66,14 @@ func TestRenderCommand(t *testing.T) {
 		Details:       "Step 1: make lint\nStep 2: commit",
 		Evidence:      []string{"session 2024-01-01", "  multi\nline  "},
 		Date:          day,
+		Confidence:    0.8,
+		Observations:  4,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "---\ndescription: Run make lint before committing\n---\n\n# Run make lint before committing\n\n" +
+	want := "---\ndescription: Run make lint before committing\n" +
+		"# devflow-learning: auto-generated (2024-03-05, confidence: 0.8, obs: 4)\n---\n\n# Run make lint before committing\n\n" +
 		"Step 1: make lint\nStep 2: commit\n\n## Evidence\n\n- session 2024-01-01\n- multi line\n"
 	if string(got) != want {
 		t.Errorf("RenderCommand =\n%s\nwant\n%s", got, want)
@@ -79,9 +82,11 @@ func TestRenderCommand(t *testing.T) {
 
 func TestRenderSkill(t *testing.T) {
 	got, err := RenderSkill(Entry{
-		Pattern:  "Check migrations before deploy",
-		Details:  "trigger: a deploy is requested; steps: list pending migrations; run them on staging",
-		Evidence: []string{"deploy 12"},
+		Pattern:    "Check migrations before deploy",
+		Details:    "trigger: a deploy is requested; steps: list pending migrations; run them on staging",
+		Evidence:   []string{"deploy 12"},
+		Date:       day.Add(time.Hour), // 00:30 UTC the next day
+		Confidence: 1, Observations: 12,
 	}, "check-migrations-before-deploy")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +96,7 @@ name: self-learning:check-migrations-before-deploy
 description: Check migrations before deploy
 user-invocable: false
 allowed-tools: Read, Grep, Glob
+# devflow-learning: auto-generated (2024-03-06, confidence: 1, obs: 12)
 ---
 
 # Check migrations before deploy
@@ -256,7 +262,7 @@ func TestSkillFrontmatterOrder(t *testing.T) {
 		k, _, _ := strings.Cut(line, ":")
 		keys = append(keys, k)
 	}
-	want := []string{"name", "description", "user-invocable", "allowed-tools"}
+	want := []string{"name", "description", "user-invocable", "allowed-tools", "# devflow-learning"}
 	if !reflect.DeepEqual(keys, want) {
 		t.Errorf("frontmatter keys = %q, want %q", keys, want)
 	}

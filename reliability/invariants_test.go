@@ -304,7 +304,7 @@ func verify(root string, e expect) []string {
 			bad("%s does not end with a newline (a torn append)", name)
 		}
 	}
-	for _, name := range []string{"learning-policy.json", ".watch-state.json", ".citation-offsets.json", ".kept-stamp.json"} {
+	for _, name := range []string{"learning-policy.json", ".watch-state.json", ".citation-offsets.json", ".kept-stamp.json", ".notifications.json"} {
 		if data, err := os.ReadFile(filepath.Join(p.Memory, name)); err == nil && !json.Valid(data) {
 			bad("%s does not parse", name)
 		}

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
+	"github.com/learnwatch/learnwatch/capacity"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -22,7 +24,7 @@ import (
 )
 
 // Capacity is the number of active entries a knowledge file takes at most.
-const Capacity = 100
+const Capacity = capacity.Ceiling
 
 // Options configure a render run.
 type Options struct {
@@ -52,8 +54,15 @@ type Result struct {
 	Rendered []Rendered `json:"rendered"`
 	Skipped  int        `json:"skipped"`
 	Skips    []Skip     `json:"skips,omitempty"`
-	Wrote    []string   `json:"-"`
+	// Warnings are problems that did not stop the render (a notifications
+	// file that does not parse is left alone and reported here).
+	Warnings []string `json:"warnings,omitempty"`
+	Wrote    []string `json:"-"`
 }
+
+// SkipQuality is the reason a ready observation without quality_ok: true
+// is not rendered.
+const SkipQuality = "quality_ok is not true: not rendered until a sighting with quality_ok: true is merged in"
 
 // Run renders every ready observation of the repository at root, under the
 // learning lock (and the knowledge lock around knowledge appends).
@@ -122,8 +131,14 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 	for _, e := range st.Manifest.Entries {
 		registered[e.Path] = true
 	}
+	notes := notifications{path: st.Paths.Notifications()}
 	for _, o := range st.Log.Observations() {
-		if o.Status != manifest.Ready || !o.QualityOK {
+		if o.Status != manifest.Ready {
+			continue
+		}
+		if !o.QualityOK {
+			res.Skipped++
+			res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: SkipQuality})
 			continue
 		}
 		if opts.Hold != nil && opts.Hold(o) && !crashRendered(st.Paths.Root, o, opts.Now, registered) {
@@ -138,7 +153,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 			o.ArtifactPath = artifactPath(st.Manifest.Entries[i])
 			continue
 		}
-		entry := markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence, Date: opts.Now}
+		entry := entryOf(o, opts.Now)
 		switch o.Type {
 		case manifest.Workflow, manifest.Procedural:
 			rel, content, err := artifactFor(st.Paths.Root, o, entry, registered)
@@ -186,6 +201,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 			if skip != "" {
 				if skip == skipCapacity {
 					o.SoftCapExceeded = true
+					notes.set(capacityKey(kind), capacity.AtCeiling(sec.previous, opts.Now))
 				}
 				res.Skipped++
 				res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: skip})
@@ -196,6 +212,9 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 			o.Status = manifest.Created
 			o.ArtifactPath = rel + "#" + sec.ID
 			o.SoftCapExceeded = false
+			if sec.appended {
+				notes.afterAppend(capacityKey(kind), sec.previous, opts.Now)
+			}
 			entries = append(entries, manifest.Entry{ObservationID: o.ID, Type: o.Type, Path: rel, AnchorID: sec.ID, RenderedAt: stamp, ContentHash: sec.hash})
 			if st.Usage.Register(sec.ID, opts.Now) {
 				usageChanged = true
@@ -214,6 +233,14 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 		}
 		res.Wrote = append(res.Wrote, path)
 	}
+	// The capacity notifications, still under the knowledge lock.
+	if notes.changed {
+		if err := manifest.WriteNotifications(notes.path, notes.file); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, notes.path)
+	}
+	res.Warnings = append(res.Warnings, notes.warnings...)
 	if err := failpoint.Inject("render:after-knowledge"); err != nil {
 		return res, err
 	}
@@ -252,13 +279,18 @@ func crashRendered(root string, o *manifest.Observation, now time.Time, register
 	if o.Type != manifest.Workflow && o.Type != manifest.Procedural {
 		return false
 	}
-	entry := markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence, Date: now}
-	rel, _, err := artifactFor(root, o, entry, registered)
+	rel, _, err := artifactFor(root, o, entryOf(o, now), registered)
 	if err != nil || registered[rel] {
 		return false
 	}
 	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
 	return err == nil
+}
+
+// entryOf is what o renders from on the day now.
+func entryOf(o *manifest.Observation, now time.Time) markdown.Entry {
+	return markdown.Entry{ObservationID: o.ID, Pattern: o.Pattern, Details: o.Details, Evidence: o.Evidence,
+		Date: now, Confidence: o.Confidence, Observations: o.Observations}
 }
 
 // Artifact renders the slash command (a workflow) or the skill (a
@@ -283,11 +315,13 @@ func artifactPath(e manifest.Entry) string {
 // artifactFor chooses the path of a command or skill and renders it. When
 // the slug's file already exists with other content (a human's file or
 // another observation's), a numbered variant is used; when it exists with
-// exactly this content (a render that crashed before the log write), it is
-// adopted — also when it differs only in the evidence and no manifest entry
+// this content (a render that crashed before the log write; the artifact
+// marker line, which carries the day and the confidence, is not compared),
+// it is adopted — also when it differs only in the evidence and no manifest entry
 // claims it (that render crashed, then the observation was sighted again
 // with new evidence: rendering a second file would leave the first one
-// behind as a duplicate).
+// behind as a duplicate), or when it is another renderer's artifact for the
+// same pattern (see generatedFor).
 func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registered map[string]bool) (string, []byte, error) {
 	slug := markdown.Slug(o.Pattern)
 	for n := 1; n < 1000; n++ {
@@ -304,14 +338,37 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 			continue // a symlinked directory leading out: try another name
 		}
 		existing, err := os.ReadFile(abs)
-		if errors.Is(err, os.ErrNotExist) || (err == nil && string(existing) == string(content)) {
+		if errors.Is(err, os.ErrNotExist) || (err == nil && bytes.Equal(markdown.WithoutMarker(existing), markdown.WithoutMarker(content))) {
 			return rel, content, nil
 		}
-		if err == nil && !registered[rel] && bytes.Equal(withoutEvidence(existing), withoutEvidence(content)) {
+		if err == nil && !registered[rel] && bytes.Equal(withoutEvidence(markdown.WithoutMarker(existing)), withoutEvidence(markdown.WithoutMarker(content))) {
+			return rel, content, nil
+		}
+		if err == nil && !registered[rel] && generatedFor(existing, o.Pattern) {
 			return rel, content, nil
 		}
 	}
 	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
+}
+
+// generatedFor reports whether an unregistered file is a self-learning
+// artifact generated for pattern by another renderer (devflow's render-ready,
+// or an older learnwatch): its frontmatter carries the artifact marker and
+// its description is the pattern (devflow's skills say "This skill should
+// be used when <pattern>"). Such a file is the same observation's render
+// cut short before its log write, so it is adopted (and rewritten) rather
+// than left behind beside a numbered duplicate. A file without the marker
+// is a human's and is never taken.
+func generatedFor(existing []byte, pattern string) bool {
+	if !markdown.HasMarker(existing) {
+		return false
+	}
+	fm, _, err := markdown.Frontmatter(existing)
+	if err != nil {
+		return false
+	}
+	d, _ := fm["description"].(string)
+	return d != "" && (d == pattern || d == "This skill should be used when "+pattern)
 }
 
 // withoutEvidence drops what a rendered command or skill says about the
@@ -383,6 +440,10 @@ func (k *knowledgeFile) notePitfall(s markdown.Section) {
 type addedSection struct {
 	ID   string
 	hash string
+	// appended is false for an adopted section; previous is the number of
+	// active entries of the file before the append (or the refusal).
+	appended bool
+	previous int
 }
 
 // openKnowledge reads a knowledge file; the caller holds the knowledge lock.
@@ -414,7 +475,7 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 		}
 	}
 	if active >= Capacity {
-		return addedSection{}, skipCapacity, nil
+		return addedSection{previous: active}, skipCapacity, nil
 	}
 	if k.kind == markdown.PF {
 		// Compare the Area and Issue the new entry would get (with the
@@ -443,7 +504,7 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 			if k.pfKeys != nil {
 				k.notePitfall(s)
 			}
-			return addedSection{ID: id, hash: manifest.Hash(markdown.SectionText(k.src, s))}, "", nil
+			return addedSection{ID: id, hash: manifest.Hash(markdown.SectionText(k.src, s)), appended: true, previous: active}, "", nil
 		}
 	}
 	return addedSection{}, "", fmt.Errorf("render %s: appended %s but cannot find it again in %s", o.ID, id, k.path)
@@ -452,4 +513,68 @@ func (k *knowledgeFile) add(o *manifest.Observation, e markdown.Entry) (addedSec
 // sectionFields returns the "- **Key**: value" bullets of a section.
 func sectionFields(src []byte, s markdown.Section) map[string]string {
 	return markdown.Fields(markdown.SectionText(src, s))
+}
+
+// capacityKey is the notification key of a knowledge file kind.
+func capacityKey(kind string) string {
+	if kind == markdown.PF {
+		return capacity.KeyPitfalls
+	}
+	return capacity.KeyDecisions
+}
+
+// notifications is the notifications file during a render: read on first
+// use (under the knowledge lock), changed in memory, written once. A file
+// that does not parse is left alone, with a warning.
+type notifications struct {
+	path     string
+	file     *manifest.Notifications
+	loaded   bool
+	changed  bool
+	warnings []string
+}
+
+func (n *notifications) load() bool {
+	if !n.loaded {
+		n.loaded = true
+		f, err := manifest.ReadNotifications(n.path)
+		if err != nil {
+			n.warnings = append(n.warnings, fmt.Sprintf("capacity notifications not updated: %v", err))
+		}
+		n.file = f
+	}
+	return n.file != nil
+}
+
+// set stores v under key, unless the stored notification says the same
+// apart from its created_at (a file still full on the next run is not
+// rewritten).
+func (n *notifications) set(key string, v manifest.Notification) {
+	if !n.load() {
+		return
+	}
+	if old, ok := n.file.Get(key); ok {
+		old.CreatedAt = v.CreatedAt
+		if reflect.DeepEqual(old, v) {
+			return
+		}
+	}
+	if n.file.Set(key, v) == nil {
+		n.changed = true
+	}
+}
+
+// afterAppend updates key after an append to a file that held previous
+// active entries.
+func (n *notifications) afterAppend(key string, previous int, now time.Time) {
+	if !n.load() {
+		return
+	}
+	var existing *manifest.Notification
+	if v, ok := n.file.Get(key); ok {
+		existing = &v
+	}
+	if v, fire := capacity.AfterAppend(existing, previous, previous+1, now); fire {
+		n.set(key, v)
+	}
 }

@@ -5,6 +5,7 @@
 //	go run ./bench/figures            # the README table
 //	go run ./bench/figures -scale     # plus the 1k..100k scaling table
 //	go run ./bench/figures -stale-files 0 -watch-n 0   # skip the slow rows
+//	go run ./bench/figures -devflow path/to/json-helper.cjs  # plus render vs devflow's render-ready
 //
 // It builds the binary, generates deterministic fixtures (package fixture,
 // seed 1) in a temp dir and times whole processes, median of -runs.
@@ -58,6 +59,7 @@ func main() {
 	for _, extra := range extraFigures {
 		extra(bin, tmp)
 	}
+	devflowRenderRow(bin, tmp)
 
 	if *scale {
 		scaleTable(bin, tmp)

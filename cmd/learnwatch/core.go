@@ -135,6 +135,9 @@ func newRenderCmd(a *app) *cobra.Command {
 				for _, s := range res.Skips {
 					fmt.Fprintf(w, "skipped %s: %s\n", s.ID, s.Reason)
 				}
+				for _, m := range res.Warnings {
+					fmt.Fprintf(w, "warning: %s\n", m)
+				}
 			})
 		},
 	}

@@ -235,7 +235,8 @@ type reviewExtra struct {
 }
 
 // reviewExtras adds what other passes flag for review: regressions of the
-// learning engine and policy overlays older than 30 days.
+// learning engine, stale knowledge, knowledge-capacity notifications and
+// policy overlays older than 30 days.
 func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 	x := reviewExtra{json: map[string]any{}}
 	evs, _, err := journal.ReadFeedback(root)
@@ -260,6 +261,12 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 			}
 		} else if err != nil {
 			a.log.Debug("staleness check skipped in review", "err", err)
+		}
+	}
+	if notices := capacityNotices(a, root); len(notices) > 0 {
+		x.json["notifications"] = notices
+		for _, n := range notices {
+			x.lines = append(x.lines, capacityLine(n))
 		}
 	}
 	p := loadPolicy(a, root)

@@ -190,7 +190,13 @@ func (a *app) root() (string, error) {
 			return "", exitcode.Bad("--root %s: %v", a.rootFlag, err)
 		}
 		fi, err := os.Stat(abs)
-		if err != nil || !fi.IsDir() {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", exitcode.Bad("no such directory: %s", a.rootFlag)
+		}
+		if err != nil {
+			return "", exitcode.Bad("--root %s: %v", a.rootFlag, err)
+		}
+		if !fi.IsDir() {
 			return "", exitcode.Bad("--root %s: not a directory", a.rootFlag)
 		}
 		return abs, nil

@@ -246,12 +246,20 @@ func newHudCmd(a *app) *cobra.Command {
 		Short: "One-line summary for a status bar",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, log, err := a.readLog()
+			root, log, err := a.readLog()
 			if err != nil {
 				return err
 			}
 			line := hudLine(log)
-			return a.emit(map[string]string{"hud": line}, func(w io.Writer) { fmt.Fprintln(w, line) })
+			notices := capacityNotices(a, root)
+			for _, n := range notices {
+				line += fmt.Sprintf("  ⚠ %s %d/%d", n.File, n.Count, n.Ceiling)
+			}
+			out := map[string]any{"hud": line}
+			if len(notices) > 0 {
+				out["notifications"] = notices
+			}
+			return a.emit(out, func(w io.Writer) { fmt.Fprintln(w, line) })
 		},
 	}
 }
