@@ -22,6 +22,15 @@ import (
 // and node is installed.
 func TestSameAsDevflowRenderReady(t *testing.T) {
 	helper := os.Getenv("LEARNWATCH_DEVFLOW_HELPER")
+	if helper == "" {
+		// A development checkout may have devflow's helper beside it
+		// (../shared/anchor); a plain clone does not, and skips.
+		if p, err := filepath.Abs(filepath.Join("..", "..", "shared", "anchor", "devflow-json-helper.cjs")); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				helper = p
+			}
+		}
+	}
 	node, err := exec.LookPath("node")
 	if helper == "" || err != nil {
 		t.Skip("set LEARNWATCH_DEVFLOW_HELPER to devflow's json-helper.cjs (and install node) to compare with devflow")
