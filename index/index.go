@@ -150,8 +150,10 @@ func Build(entries []Entry, avoid []string, budget int, minScore float64) Result
 		perKind[e.Kind]++
 		size := avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
 		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && (len(chosen) > 0 || len(avoidShown) > 0) {
+			// Stop at the first entry that does not fit: a shorter,
+			// lower-scored line is never shown while a better one is dropped.
 			perKind[e.Kind]--
-			continue // a shorter later line may still fit
+			break
 		}
 		chosen = append(chosen, e)
 		body += n

@@ -205,6 +205,7 @@ func (f fields) time(name string) (time.Time, error) {
 //	 "error_count": whole number ≥0 (optional: the run's unresolved errors),
 //	 "quality": number 0..1 (optional), "cited": [entry ids] (optional),
 //	 "failure_type": slug (optional), "strategy": string (optional),
+//	 "type": slug (optional: the artifact type the run worked on),
 //	 "ts": RFC3339 (optional: when the run ended)}
 //
 // Unknown fields are ignored. The error is a *FieldError for a bad field.
@@ -250,6 +251,12 @@ func DecodeOutcome(data []byte) (Outcome, error) {
 	}
 	if o.Strategy, err = f.str("strategy", false); err != nil {
 		return Outcome{}, err
+	}
+	if o.Type, err = f.str("type", false); err != nil {
+		return Outcome{}, err
+	}
+	if o.Type != "" && !slugRe.MatchString(o.Type) {
+		return Outcome{}, &FieldError{"type", fmt.Sprintf("must be a lowercase artifact type such as workflow or decision, got %q", o.Type)}
 	}
 	if o.TS, err = f.time("ts"); err != nil {
 		return Outcome{}, err

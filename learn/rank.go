@@ -60,12 +60,19 @@ const (
 // reinforced (helpful events) ≥3 times has recency 1. boost is 1.2 when the
 // entry's Area or Refs overlap changedFiles (see Overlaps), else 1.
 func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFiles []string) []Ranked {
+	return RankWith(entries, stats, now, changedFiles, Params{})
+}
+
+// RankWith is Rank with the engine parameters p (recency time constant and
+// immunity count; zero fields: defaults).
+func RankWith(entries []Candidate, stats map[string]Stats, now time.Time, changedFiles []string, p Params) []Ranked {
+	p = p.withDefaults()
 	changed := normalisePaths(changedFiles)
 	out := make([]Ranked, 0, len(entries))
 	for _, c := range entries {
 		s, ok := stats[c.ID]
 		if !ok {
-			s = finish(Stats{Target: c.ID}, now)
+			s = finish(Stats{Target: c.ID, params: p}, now)
 		}
 		r := Ranked{Candidate: c, Weight: s.Weight, Level: s.Level, Multiplier: s.Multiplier, Recency: 1, Boost: 1}
 		// Days since use: since the last citation or outcome, else since the
@@ -80,8 +87,8 @@ func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFil
 		if !since.IsZero() {
 			r.DaysSinceUse = math.Max(0, now.Sub(since).Hours()/24)
 		}
-		if s.Reinforcements < ReinforcedNoDecay && !since.IsZero() {
-			r.Recency = math.Exp(-r.DaysSinceUse / RecencyDays)
+		if s.Reinforcements < p.Immunity && !since.IsZero() {
+			r.Recency = math.Exp(-r.DaysSinceUse / p.RecencyDays)
 		}
 		if overlaps(c, changed) {
 			r.Boost = ContextBoost

@@ -84,7 +84,7 @@ func BuildReport(stats map[string]Stats, tallies map[string]TypeStats, outcomes 
 	if len(withData) > 0 {
 		r.Strongest, r.Weakest = withData[0].Name, withData[len(withData)-1].Name
 	}
-	r.FailurePatterns = FailurePatterns(tallies)
+	r.FailurePatterns = FailurePatterns(tallies, RunFailures(outcomes, p.Resets))
 	if len(r.FailurePatterns) > TopFailurePatterns {
 		r.FailurePatterns = r.FailurePatterns[:TopFailurePatterns]
 	}

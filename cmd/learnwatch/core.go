@@ -91,7 +91,7 @@ func observe(a *app, root string, cfg config.Config, in []*manifest.Observation)
 		if err != nil {
 			return err
 		}
-		res = lifecycle.Observe(log, in, now(), mult)
+		res = lifecycle.ObserveWith(log, in, now(), mult, lifecycle.ThresholdsFrom(cfg.Learn.Thresholds))
 		if log.Changed() || !log.Exists && len(log.Lines) > 0 {
 			return manifest.WriteLog(p.Log, log)
 		}

@@ -115,13 +115,21 @@ func loadCandidates(a *app, root string) ([]learn.Candidate, error) {
 	for _, e := range entries {
 		out = append(out, candidateOf(e, log, usage))
 	}
+	return append(out, observationCandidates(log)...), nil
+}
+
+// observationCandidates lists the log's workflow and procedural
+// observations as learning candidates (their pattern is what an AVOID line
+// names).
+func observationCandidates(log *manifest.Log) []learn.Candidate {
+	var out []learn.Candidate
 	for _, o := range log.Observations() {
 		if o.Type == manifest.Workflow || o.Type == manifest.Procedural {
 			out = append(out, learn.Candidate{ID: o.ID, Type: o.Type, Title: o.Pattern, Status: o.Status,
 				BaseScore: o.Confidence, Pattern: o.Pattern, Text: o.Pattern + "\n" + o.Details})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // candidateOf turns an index entry into a ranking candidate: its base
@@ -160,7 +168,8 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
 	}
 	n := now()
-	stats := learn.Fold(evs, n)
+	params := learn.ParamsFrom(cfg.Learn)
+	stats := learn.FoldWith(evs, n, params)
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
 	}
@@ -176,7 +185,7 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 			cands[i].Refs = append(cands[i].Refs, r.Path)
 		}
 	}
-	ranked := learn.Rank(cands, stats, n, changedFiles(a, root))
+	ranked := learn.RankWith(cands, stats, n, changedFiles(a, root), params)
 	score := map[string]float64{}
 	for _, r := range ranked {
 		score[r.ID] = r.Score
@@ -191,7 +200,9 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 		out = append(out, e)
 	}
 	var avoid []string
-	for _, ap := range learn.AntiPatterns(stats, cands) {
+	// Observations are anti-pattern candidates too: an AVOID line names the
+	// observation's pattern, not its id.
+	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log)...)) {
 		avoid = append(avoid, ap.Text)
 	}
 	return out, avoid
