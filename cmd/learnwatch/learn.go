@@ -698,7 +698,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 		return a.emit(v, func(w io.Writer) { printPolicy(w, v) })
 	}
 	cmd := &cobra.Command{
-		Use:   "policy [show|reset TYPE|refresh]",
+		Use:   "policy [show|reset TYPE|relax TYPE --reason TEXT|refresh]",
 		Short: "Show the adaptive render policy (overlays per artifact type)",
 		Args:  cobra.NoArgs,
 		RunE:  show,
@@ -709,6 +709,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  show,
 	})
+	cmd.AddCommand(newPolicyRelaxCmd(a))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "refresh",
 		Short: "Recompute the overlays from the feedback (overlays only tighten)",
