@@ -46,10 +46,10 @@ func TestNewFieldsRoundTrip(t *testing.T) {
 // A hand-edited or hostile "retries" never fails the line nor overflows.
 func TestRetriesClamped(t *testing.T) {
 	for line, want := range map[string]int{
-		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":-3}`:   0,
-		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":2.7}`:  2,
+		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":-3}`:    0,
+		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":2.7}`:   2,
 		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":1e300}`: MaxRetries,
-		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":4}`:    4,
+		`{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"outcome","retries":4}`:     4,
 	} {
 		e, err := ParseEvent([]byte(line))
 		if err != nil || e.Retries != want {
@@ -57,4 +57,3 @@ func TestRetriesClamped(t *testing.T) {
 		}
 	}
 }
-
