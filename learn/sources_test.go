@@ -356,3 +356,23 @@ func TestParamsFromConfig(t *testing.T) {
 		t.Error("high-confidence roles")
 	}
 }
+
+// Rule 12: category weights — a rule ×1.3, a causal link ×1.1.
+func TestCategoryWeights(t *testing.T) {
+	entries := []Candidate{
+		{ID: "ADR-001", BaseScore: 1},                   // rule: 0.5 (candidate) × 1.3 = 0.65
+		{ID: "PF-001", BaseScore: 1},                    // causal: 0.5 × 1.1 = 0.55
+		{ID: "obs_w", Type: "workflow", BaseScore: 1},   // observation: 0.5
+		{ID: "obs_d", Type: "decision", BaseScore: 0.4}, // an observation-born decision is a rule: 0.4 × 0.5 × 1.3 = 0.26
+	}
+	got := Rank(entries, nil, t0, nil)
+	want := []struct {
+		id    string
+		score float64
+	}{{"ADR-001", 0.65}, {"PF-001", 0.55}, {"obs_w", 0.5}, {"obs_d", 0.26}}
+	for i, w := range want {
+		if got[i].ID != w.id || !near(got[i].Score, w.score) {
+			t.Errorf("rank %d: %s %.4f, want %s %.4f", i, got[i].ID, got[i].Score, w.id, w.score)
+		}
+	}
+}
