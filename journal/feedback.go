@@ -20,11 +20,13 @@ type eventLine struct {
 	Reason string   `json:"reason,omitempty"`
 	// Retries is the run's retry_count on an outcome event.
 	Retries *float64 `json:"retries,omitempty"`
+	// Role is the validator role of a verdict event.
+	Role string `json:"role,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
-// {"ts","target","kind","value","source"} plus "type", "reason" and
-// "retries" when set.
+// {"ts","target","kind","value","source"} plus "type", "reason", "retries"
+// and "role" when set.
 func MarshalEvent(e learn.Event) ([]byte, error) {
 	if e.Target == "" || e.Kind == "" || e.TS.IsZero() {
 		return nil, fmt.Errorf("feedback event needs ts, target and kind: %+v", e)
@@ -33,7 +35,7 @@ func MarshalEvent(e learn.Event) ([]byte, error) {
 		return nil, fmt.Errorf("feedback event %s/%s: value %v is not a number", e.Target, e.Kind, e.Value)
 	}
 	v := e.Value
-	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason}
+	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role}
 	if e.Retries > 0 {
 		r := float64(e.Retries)
 		l.Retries = &r
@@ -64,7 +66,7 @@ func parseEvent(line []byte, in interner) (learn.Event, error) {
 	if l.Kind == "" {
 		return learn.Event{}, errors.New(`field "kind": missing`)
 	}
-	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason}
+	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason, Role: l.Role}
 	if l.Value != nil {
 		e.Value = *l.Value
 	}

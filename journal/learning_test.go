@@ -14,11 +14,12 @@ import (
 func TestNewFieldsRoundTrip(t *testing.T) {
 	root := t.TempDir()
 	ev := learn.Event{TS: t0, Target: "ADR-001", Kind: learn.KindOutcome, Value: 0.86, Source: "outcome:r", Type: "decision", Retries: 2}
-	if err := AppendFeedback(root, ev, learn.Event{TS: t0, Target: "ADR-002", Kind: learn.KindKept, Value: 1}); err != nil {
+	cited := learn.Event{TS: t0, Target: "ADR-003", Kind: learn.KindCited, Value: 1, Source: "verdict:v", Role: "sentinel"}
+	if err := AppendFeedback(root, ev, learn.Event{TS: t0, Target: "ADR-002", Kind: learn.KindKept, Value: 1}, cited); err != nil {
 		t.Fatal(err)
 	}
 	evs, bad, err := ReadFeedback(root)
-	if err != nil || bad != 0 || len(evs) != 2 || !reflect.DeepEqual(evs[0], ev) || evs[1].Retries != 0 {
+	if err != nil || bad != 0 || len(evs) != 3 || !reflect.DeepEqual(evs[0], ev) || evs[1].Retries != 0 || !reflect.DeepEqual(evs[2], cited) {
 		t.Fatalf("feedback %+v bad %d err %v", evs, bad, err)
 	}
 	data, _ := os.ReadFile(Path(root, FeedbackFile))

@@ -15,10 +15,16 @@ const (
 	KindOutcome       = "outcome"        // entry cited by a recorded run: Value is the implicit score
 	KindFalsePositive = "false_positive" // a validator flagged the entry as a false positive: harmful
 	KindManual        = "manual"         // human override: Value +1 promote, -1 deprecate, 0 reset
+	KindAged          = "aged"           // not reinforced by a validator PASS that reinforced others: one step older
 )
 
+// AgeStepDays is how much older (in days since use) one aged event makes an
+// entry that is not immune: a validator PASS that found it irrelevant counts
+// as one more day unused.
+const AgeStepDays = 1.0
+
 // Kinds lists every known kind.
-var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual}
+var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual, KindAged}
 
 // Manual override values (Event.Value of a KindManual event).
 const (
@@ -48,6 +54,9 @@ type Event struct {
 	// Retries is the retry_count of the run an outcome event comes from
 	// (0 for every other kind): per-type reliability averages it.
 	Retries int
+	// Role is the validator role of a verdict event (cited by a PASS, or
+	// false_positive), when the verdict named one.
+	Role string
 }
 
 // Class is how an event counts.
@@ -60,6 +69,7 @@ const (
 	Harmful
 	Override // manual events: not feedback
 	Unknown  // a kind this version does not know: ignored
+	Aging    // aged events: not feedback, only recency
 )
 
 // Classify returns the class and the magnitude an event contributes.
@@ -79,6 +89,8 @@ func Classify(e Event) (Class, float64) {
 		return outcomeWeight(e.Value)
 	case KindManual:
 		return Override, 0
+	case KindAged:
+		return Aging, 0
 	}
 	return Unknown, 0
 }
@@ -123,6 +135,12 @@ type Stats struct {
 	Outcomes, OutcomeFailures int
 	// Regression: a false positive arrived after ≥3 reinforcements.
 	Regression bool
+	// Aged counts aged events since the last use (or reset): steps of
+	// AgeStepDays added to the days since use.
+	Aged int
+	// Via is the role of the newest validator verdict that reinforced the
+	// entry ("" when none named a role).
+	Via string
 
 	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
 	ManualReason string
@@ -206,6 +224,10 @@ func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
 		case Unknown:
 			out[e.Target] = s
 			continue
+		case Aging:
+			s.Aged++
+			out[e.Target] = s
+			continue
 		case Override:
 			switch {
 			case e.Value > 0:
@@ -234,8 +256,14 @@ func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
 		if e.TS.After(s.LastFeedback) {
 			s.LastFeedback = e.TS
 		}
-		if (e.Kind == KindCited || e.Kind == KindOutcome) && e.TS.After(s.LastUse) {
-			s.LastUse = e.TS
+		if e.Kind == KindCited || e.Kind == KindOutcome {
+			if e.TS.After(s.LastUse) {
+				s.LastUse = e.TS
+			}
+			s.Aged = 0
+		}
+		if class == Helpful && e.Role != "" {
+			s.Via = e.Role
 		}
 		if e.Kind == KindOutcome {
 			s.Outcomes++

@@ -273,13 +273,20 @@ type Verdict struct {
 	EvidenceLevel  int // 1 execution output, 2 file:line citation, 3 reasoning only
 	FalsePositives []string
 	Cited          []string
+	// Files are the repository paths the run changed (optional): a PASS at
+	// evidence level 1–2 also reinforces the entries relevant to them.
+	Files []string
 }
+
+// MaxVerdictFiles bounds the "files" of a verdict.
+const MaxVerdictFiles = 10000
 
 // DecodeVerdict parses and validates
 //
 //	{"run_id": string, "verdict": "PASS"|"FAIL", "role": string (optional),
 //	 "evidence_level": 1|2|3, "false_positives": [text…] (optional),
-//	 "cited": [entry ids] (optional), "ts": RFC3339 (optional)}
+//	 "cited": [entry ids] (optional), "files": [repo paths] (optional),
+//	 "ts": RFC3339 (optional)}
 func DecodeVerdict(data []byte) (Verdict, error) {
 	m, err := object(data)
 	if err != nil {
@@ -317,6 +324,17 @@ func DecodeVerdict(data []byte) (Verdict, error) {
 	}
 	if v.Cited, err = f.ids("cited"); err != nil {
 		return Verdict{}, err
+	}
+	if v.Files, err = f.texts("files"); err != nil {
+		return Verdict{}, err
+	}
+	if len(v.Files) > MaxVerdictFiles {
+		return Verdict{}, &FieldError{"files", fmt.Sprintf("lists %d paths, at most %d are accepted", len(v.Files), MaxVerdictFiles)}
+	}
+	for i, p := range v.Files {
+		if strings.ContainsAny(p, "\n\r\x00") || len(p) > 4096 {
+			return Verdict{}, &FieldError{fmt.Sprintf("files[%d]", i), "must be one repository path (one line, at most 4096 bytes)"}
+		}
 	}
 	if v.TS, err = f.time("ts"); err != nil {
 		return Verdict{}, err

@@ -97,9 +97,10 @@ const (
 //
 // Weight and maturity come from the target's stats (an entry without stats
 // is a candidate, weight 1). recency = exp(−days_since_use/14), where
-// days_since_use counts from the last cited/outcome event, else from
-// Created; unknown (no use, no Created) counts as 0 days. An entry
-// reinforced (helpful events) ≥3 times has recency 1. boost is 1.2 when the
+// days_since_use counts from the last cited/outcome event, else from the
+// last feedback; no feedback counts as 0 days; each aged event since the
+// last use adds AgeStepDays. An entry reinforced (helpful events) ≥3 times
+// has recency 1. boost is 1.2 when the
 // entry's Area or Refs overlap changedFiles (see Overlaps), else 1.
 // category is CategoryWeight of the entry's type (its Type, else from its ID:
 // ADR a decision, PF a pitfall).
@@ -136,7 +137,12 @@ func RankWith(entries []Candidate, stats map[string]Stats, now time.Time, change
 		if !since.IsZero() {
 			r.DaysSinceUse = math.Max(0, now.Sub(since).Hours()/24)
 		}
-		if s.Reinforcements < p.Immunity && !since.IsZero() {
+		immune := s.Reinforcements >= p.Immunity
+		if !immune && s.Aged > 0 {
+			// Validator passes that reinforced other entries age this one.
+			r.DaysSinceUse += float64(s.Aged) * AgeStepDays
+		}
+		if !immune && (!since.IsZero() || s.Aged > 0) {
 			r.Recency = math.Exp(-r.DaysSinceUse / p.RecencyDays)
 		}
 		if overlaps(c, changed) {

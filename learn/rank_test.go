@@ -190,9 +190,9 @@ func TestVerdictEvents(t *testing.T) {
 		t.Errorf("unmatched = %v", unmatched)
 	}
 	want := []Event{
-		{TS: t0, Target: "PF-001", Kind: KindFalsePositive, Value: 1.5, Source: "verdict:r1", Type: "pitfall", Reason: "never retry a failed migration"},
-		{TS: t0, Target: "ADR-001", Kind: KindCited, Value: 1, Source: "verdict:r1", Type: "decision"},
-		{TS: t0, Target: "obs_x", Kind: KindCited, Value: 1, Source: "verdict:r1"},
+		{TS: t0, Target: "PF-001", Kind: KindFalsePositive, Value: 1.5, Source: "verdict:r1", Role: "security", Type: "pitfall", Reason: "never retry a failed migration"},
+		{TS: t0, Target: "ADR-001", Kind: KindCited, Value: 1, Source: "verdict:r1", Role: "security", Type: "decision"},
+		{TS: t0, Target: "obs_x", Kind: KindCited, Value: 1, Source: "verdict:r1", Role: "security"},
 	}
 	if fmt.Sprint(evs) != fmt.Sprint(want) {
 		t.Errorf("events\n got %+v\nwant %+v", evs, want)

@@ -376,3 +376,77 @@ func TestCategoryWeights(t *testing.T) {
 		}
 	}
 }
+
+// Rule 11: a PASS at evidence level 1–2 reinforces the entries relevant to
+// the run's files and ages the others one step.
+func TestPassReinforcesRelevantAndAgesOthers(t *testing.T) {
+	entries := []Candidate{
+		{ID: "ADR-001", Type: "decision", Title: "Sessions expire", Refs: []string{"src/auth/login.go:12"}, BaseScore: 1},
+		{ID: "ADR-002", Type: "decision", Title: "Keep migrations small", BaseScore: 1},
+		{ID: "PF-001", Type: "pitfall", Title: "Clock skew", Area: "auth", BaseScore: 1},
+		{ID: "PF-002", Type: "pitfall", Title: "Rounding", Area: "billing", BaseScore: 1},
+	}
+	v := Verdict{RunID: "v", Pass: true, EvidenceLevel: 2, Role: "Inspector", Files: []string{"src/auth/login.go"}}
+	evs, _ := VerdictEvents(v, entries, nil, t0)
+	kinds := map[string]string{}
+	for _, e := range evs {
+		kinds[e.Target] = e.Kind
+		if e.Role != "inspector" {
+			t.Errorf("%s: role %q", e.Target, e.Role)
+		}
+	}
+	// ADR-001 by its ref, PF-001 by its area ("auth" is a directory of the file).
+	want := map[string]string{"ADR-001": KindCited, "PF-001": KindCited, "ADR-002": KindAged, "PF-002": KindAged}
+	if !reflectEqual(kinds, want) {
+		t.Fatalf("events %v, want %v", kinds, want)
+	}
+	st := Fold(evs, t0)
+	r := Rank(entries, st, t0, nil)
+	score := map[string]float64{}
+	for _, x := range r {
+		score[x.ID] = x.Score
+	}
+	// ADR-001: 1 cited now: candidate 0.5 × weight 1 × recency 1 × rule 1.3 = 0.65.
+	// ADR-002: aged one step = 1 day unused: 0.5 × e^(−1/14) × 1.3 = 0.5 × 0.9311 × 1.3 = 0.6052.
+	// PF-002: 0.5 × 0.9311 × 1.1 = 0.5121.
+	for id, w := range map[string]float64{"ADR-001": 0.65, "ADR-002": 0.6052, "PF-002": 0.5121} {
+		if !near(score[id], w) {
+			t.Errorf("%s: %.4f, want %.4f", id, score[id], w)
+		}
+	}
+	if st["ADR-001"].Via != "inspector" || st["ADR-002"].Via != "" {
+		t.Errorf("via %q %q", st["ADR-001"].Via, st["ADR-002"].Via)
+	}
+	// A later use clears the aging: ADR-002 cited → recency 1 again.
+	evs2 := append(slices.Clip(evs), Event{TS: t0, Target: "ADR-002", Kind: KindCited, Value: 1})
+	if s := Fold(evs2, t0)["ADR-002"]; s.Aged != 0 {
+		t.Errorf("aged %d after a use", s.Aged)
+	}
+	// Level 3, a FAIL, or a PASS that reinforces nothing: nothing aged.
+	for _, v := range []Verdict{
+		{RunID: "a", Pass: true, EvidenceLevel: 3, Files: []string{"src/auth/login.go"}},
+		{RunID: "b", Pass: false, EvidenceLevel: 1, Files: []string{"src/auth/login.go"}},
+		{RunID: "c", Pass: true, EvidenceLevel: 1, Files: []string{"docs/unrelated.md"}},
+	} {
+		if evs, _ := VerdictEvents(v, entries, nil, t0); len(evs) != 0 {
+			t.Errorf("%s: %+v", v.RunID, evs)
+		}
+	}
+	// Immunity: an entry reinforced 3 times does not age.
+	imm := append(manyEvents("ADR-002", t0.Add(-days(10)), rep(KindCited, 3)...), Event{TS: t0, Target: "ADR-002", Kind: KindAged, Value: 1})
+	if r := Rank(entries[1:2], Fold(imm, t0), t0, nil); len(r) != 1 || r[0].Recency != 1 {
+		t.Errorf("immune entry aged: %+v", r)
+	}
+}
+
+func reflectEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -111,9 +111,20 @@ func loadCandidates(a *app, root string) ([]learn.Candidate, error) {
 	if err != nil {
 		usage = &manifest.Usage{}
 	}
+	cfg, err := config.Load(root)
+	if err != nil {
+		cfg = config.Default()
+	}
+	opts := staleness.OptionsFor(cfg.Staleness)
 	out := make([]learn.Candidate, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, candidateOf(e, log, usage))
+		c := candidateOf(e, log, usage)
+		// The files an entry references: a verdict's changed files make it
+		// relevant.
+		for _, r := range staleness.ExtractMarkdown([]byte(e.Text), opts) {
+			c.Refs = append(c.Refs, r.Path)
+		}
+		out = append(out, c)
 	}
 	return append(out, observationCandidates(log)...), nil
 }

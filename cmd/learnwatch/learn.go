@@ -394,10 +394,11 @@ func newVerdictCmd(a *app) *cobra.Command {
 		Short: "Record a validator verdict read from stdin as JSON",
 		Long: `Reads one JSON object on stdin:
   {"run_id": "…", "verdict": "PASS"|"FAIL", "role": "…", "evidence_level": 1|2|3,
-   "false_positives": ["text", …], "cited": ["ADR-001", …]}
+   "false_positives": ["text", …], "cited": ["ADR-001", …], "files": ["src/x.go", …]}
 Each false-positive text is matched to a knowledge entry and penalised (1.5 for
-a role listed in learn.high_confidence_roles, else 1.0). A PASS reinforces the
-cited entries when the evidence level is 1 or 2.`,
+a role listed in learn.high_confidence_roles — default sentinel, inspector —
+else 1.0). A PASS with evidence level 1 or 2 reinforces the cited entries and
+those relevant to the files, and ages every other entry one step.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			root, cfg, err := a.setup()
@@ -423,17 +424,21 @@ cited entries when the evidence level is 1 or 2.`,
 				Verdict     string   `json:"verdict"`
 				Penalised   []string `json:"penalised"`
 				Reinforced  []string `json:"reinforced"`
+				Aged        []string `json:"aged"`
 				Unmatched   []string `json:"unmatched"`
 				Regressions []string `json:"regressions"`
-			}{RunID: v.RunID, Verdict: "FAIL", Penalised: []string{}, Reinforced: []string{}, Unmatched: []string{}, Regressions: []string{}}
+			}{RunID: v.RunID, Verdict: "FAIL", Penalised: []string{}, Reinforced: []string{}, Aged: []string{}, Unmatched: []string{}, Regressions: []string{}}
 			if v.Pass {
 				res.Verdict = "PASS"
 			}
 			res.Unmatched = append(res.Unmatched, unmatched...)
 			for _, e := range evs {
-				if e.Kind == learn.KindFalsePositive {
+				switch e.Kind {
+				case learn.KindFalsePositive:
 					res.Penalised = append(res.Penalised, e.Target)
-				} else {
+				case learn.KindAged:
+					res.Aged = append(res.Aged, e.Target)
+				default:
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
@@ -460,7 +465,7 @@ cited entries when the evidence level is 1 or 2.`,
 				return err
 			}
 			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "Recorded %s verdict for run %s: %d penalised, %d reinforced\n", res.Verdict, res.RunID, len(res.Penalised), len(res.Reinforced))
+				fmt.Fprintf(w, "Recorded %s verdict for run %s: %d penalised, %d reinforced, %d aged\n", res.Verdict, res.RunID, len(res.Penalised), len(res.Reinforced), len(res.Aged))
 				for _, u := range res.Unmatched {
 					fmt.Fprintf(w, "  no entry matches false positive %q\n", u)
 				}
