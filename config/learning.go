@@ -213,3 +213,14 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 		}
 	}
 }
+
+// For returns the index budget of a consumer role: Adversarial for a role
+// listed in AdversarialRoles (ignoring case), else Other.
+func (b RoleBudgets) For(role string) int {
+	for _, r := range b.AdversarialRoles {
+		if strings.EqualFold(strings.TrimSpace(r), strings.TrimSpace(role)) {
+			return b.Adversarial
+		}
+	}
+	return b.Other
+}

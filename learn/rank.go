@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"fmt"
 	"math"
 	"path"
 	"sort"
@@ -284,4 +285,30 @@ func FitBudget(lines []string, budgetTokens int) (kept []string, dropped int) {
 		kept = append(kept, l)
 	}
 	return kept, 0
+}
+
+// EvidenceTags are the track record an index line carries (the pattern
+// learning loop's "5x validated", "via:auditor"):
+//   - "N× validated" — N helpful events since the last reset (kept, cited,
+//     helpful runs, validator reinforcements);
+//   - "N× flagged" — N harmful events (deletions, false positives, harmful
+//     runs);
+//   - "via: ROLE" — the validator role that last reinforced the entry, when
+//     it is not the role the index is for;
+//   - "avoid" — harmful evidence at least as heavy as helpful (decayed sums).
+func EvidenceTags(s Stats, role string) []string {
+	var out []string
+	if s.HelpfulEvents > 0 {
+		out = append(out, fmt.Sprintf("%d× validated", s.HelpfulEvents))
+	}
+	if s.HarmfulEvents > 0 {
+		out = append(out, fmt.Sprintf("%d× flagged", s.HarmfulEvents))
+	}
+	if s.Via != "" && !strings.EqualFold(s.Via, strings.TrimSpace(role)) {
+		out = append(out, "via: "+s.Via)
+	}
+	if s.Harmful > 0 && s.Harmful >= s.Helpful {
+		out = append(out, "avoid")
+	}
+	return out
 }

@@ -174,6 +174,12 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage) learn.
 // maturity, recency, context boost) and returns them with their scores,
 // plus the anti-pattern lines.
 func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log) ([]index.Entry, []string) {
+	return rankEntriesFor(a, root, cfg, entries, log, "")
+}
+
+// rankEntriesFor is rankEntries for a consumer role: each entry also gets
+// its evidence tags (learn.EvidenceTags).
+func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log, role string) ([]index.Entry, []string) {
 	evs, _, err := journal.ReadFeedback(root)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
@@ -205,6 +211,7 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 	for _, e := range entries {
 		if s, ok := score[e.ID]; ok {
 			e.Score = s
+			e.Tags = learn.EvidenceTags(stats[e.ID], role)
 		} else {
 			e.Score = 0 // dropped by the ranking (deprecated or decayed)
 		}
