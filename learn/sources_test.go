@@ -343,6 +343,11 @@ func TestParamsFromConfig(t *testing.T) {
 	if !near(s.Helpful, 1) || s.Level != LevelEstablished {
 		t.Errorf("half-life 30, min events 2: helpful %v %s", s.Helpful, s.Level)
 	}
+	// The report's decay timeline uses the configured half-life: the 30-day
+	// boundary is 0.5^(30/30) = 50 % (with 90 days: 0.5^(1/3) = 79 %).
+	if r := BuildReport(FoldWith(manyEvents("e", t0, KindKept), t0, p), nil, nil, Policy{}, nil, t0); r.HalfLifeDays != 30 || !near(r.Decay[1].DecayFrom, 0.5) {
+		t.Errorf("report half-life %v, 30-day factor %v", r.HalfLifeDays, r.Decay[1].DecayFrom)
+	}
 	// Recency 7 days, immunity 5: an entry cited 3 times 7 days ago has
 	// recency e^(−7/7) = 0.3679 (with immunity 3 it would be 1).
 	c.RecencyDays, c.Immunity = 7, 5
