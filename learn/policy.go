@@ -31,8 +31,8 @@ type Overlay struct {
 	// UpdatedAt is when the overlay last changed (tightened).
 	UpdatedAt time.Time `json:"updated_at"`
 	// RelaxedBy is set when a person relaxed the type (`policy relax`): the
-	// multiplier below 1 is theirs, and refreshes keep it until the type's
-	// reliability calls for tightening again.
+	// multiplier below 1 is theirs, and refreshes keep it while the type's
+	// reliability stays above 0.9.
 	RelaxedBy string `json:"relaxed_by,omitempty"`
 }
 
@@ -80,9 +80,9 @@ func (p Policy) Clone() Policy {
 // Overlays only tighten: an existing overlay's multiplier never goes down and
 // requires_approval never goes from true to false, and no multiplier below
 // 1 is ever computed here — the source's ×0.9 for a reliability above 0.9 is
-// a person's decision (Relax), and a relaxed overlay keeps its multiplier
-// until the computed one is a tightening (1.4). Only ResetType and Relax (a
-// human) loosen. A type without an overlay whose computed multiplier is 1.0
+// a person's decision (Relax); a relaxed overlay keeps its ×0.9 while the
+// type's reliability stays above 0.9 and is tightened back (×1.0, or ×1.4)
+// when it drops. Only ResetType and Relax (a human) loosen. A type without an overlay whose computed multiplier is 1.0
 // and that needs no approval gets none. UpdatedAt and Reason change only when
 // the multiplier or requires_approval change; Reliability is refreshed always.
 func Overlays(prev Policy, tallies map[string]TypeStats, now time.Time) Policy {
@@ -102,8 +102,8 @@ func Overlays(prev Policy, tallies map[string]TypeStats, now time.Time) Policy {
 		old, had := next.Overlays[typ]
 		if had {
 			switch {
-			case old.RelaxedBy != "" && m <= 1:
-				// A person's relaxation stands until tightening is due.
+			case old.RelaxedBy != "" && r > HighReliability+eps:
+				// A person's relaxation stands while the type stays reliable.
 				m = old.ThresholdMultiplier
 			default:
 				m = math.Max(old.ThresholdMultiplier, m)

@@ -24,8 +24,8 @@ func newPolicyRelaxCmd(a *app) *cobra.Command {
 		Short: "Loosen a reliable type's promote threshold to ×0.9 (a person's decision, recorded with the reason)",
 		Long: `Relaxing is never automatic. A type may be relaxed when it has at least 3
 samples since its last reset and a reliability above 0.9; the overlay records
-who relaxed it, why and when, and later refreshes keep it until the type's
-reliability calls for tightening again. Undo with 'learnwatch policy reset TYPE'.`,
+who relaxed it, why and when, and later refreshes keep it while the type's
+reliability stays above 0.9 (they tighten it back when it drops). Undo with 'learnwatch policy reset TYPE'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			root, cfg, err := a.setup()
