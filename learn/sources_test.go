@@ -3,6 +3,7 @@ package learn
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -458,4 +459,57 @@ func reflectEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Rule 10: the evidence tags of an index line.
+func TestEvidenceTags(t *testing.T) {
+	ev := func(kind string, v float64, role string) Event {
+		return Event{TS: t0, Target: "e", Kind: kind, Value: v, Role: role}
+	}
+	cases := []struct {
+		name string
+		evs  []Event
+		role string
+		want string
+	}{
+		{"nothing", []Event{ev(KindEdited, 1, "")}, "", ""},
+		// 5 helpful events: "5× validated".
+		{"validated", []Event{ev(KindKept, 1, ""), ev(KindKept, 1, ""), ev(KindCited, 1, ""), ev(KindCited, 1, ""), ev(KindCited, 1, "sentinel")}, "", "5× validated, via: sentinel"},
+		{"own role", []Event{ev(KindCited, 1, "sentinel")}, "Sentinel", "1× validated"},
+		// helpful 1 vs harmful 1.5 (a sentinel false positive): 1.5 ≥ 1 → avoid.
+		{"avoid", []Event{ev(KindCited, 1, ""), ev(KindFalsePositive, 1.5, "sentinel")}, "", "1× validated, 1× flagged, avoid"},
+		// helpful 2 vs harmful 1: not avoid.
+		{"flagged", []Event{ev(KindCited, 1, ""), ev(KindKept, 1, ""), ev(KindDeleted, 1, "")}, "", "2× validated, 1× flagged"},
+	}
+	for _, c := range cases {
+		got := strings.Join(EvidenceTags(Fold(c.evs, t0)["e"], c.role), ", ")
+		if got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// Rule 13: error details are one line (the stack keeps its lines), without
+// control characters, bounded; a message is required.
+func TestCleanRunError(t *testing.T) {
+	e, err := CleanRunError(RunError{Message: " Type\terror\n in  x ", Tool: "type\x1bcheck", Context: "after\r\nOAuth", Stack: "at a\r\n\tat b\x00\n\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Message != "Type error in x" || e.Tool != "typecheck" || e.Context != "after OAuth" || e.Stack != "at a\n\tat b" {
+		t.Errorf("%q %q %q %q", e.Message, e.Tool, e.Context, e.Stack)
+	}
+	for _, c := range []struct {
+		e     RunError
+		field string
+	}{
+		{RunError{Message: " \n "}, "message"},
+		{RunError{Message: "x", Tool: strings.Repeat("t", MaxErrorTool+1)}, "tool"},
+		{RunError{Message: "x", Stack: strings.Repeat("s", MaxErrorStack+1)}, "stack"},
+	} {
+		_, err := CleanRunError(c.e)
+		if fe, ok := err.(*FieldError); !ok || fe.Field != c.field {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
 }
