@@ -62,8 +62,20 @@ type TypeThreshold struct {
 	set uint8
 }
 
-// UnmarshalYAML records which keys are present.
+// UnmarshalYAML records which keys are present. A key other than required,
+// promote and spread_days is an error naming it and its line (a custom
+// decoder does not inherit the file's strict decoding, so it checks itself).
 func (t *TypeThreshold) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			switch k.Value {
+			case "required", "promote", "spread_days":
+			default:
+				return fmt.Errorf("line %d: unknown key %q under a type of learn.thresholds (required, promote, spread_days)", k.Line, k.Value)
+			}
+		}
+	}
 	var raw struct {
 		Required   *int     `yaml:"required"`
 		Promote    *float64 `yaml:"promote"`

@@ -112,6 +112,8 @@ func TestLearnRejectsBadValues(t *testing.T) {
 		{"learn:\n  budgets:\n    other: 0\n", "learn.budgets.other"},
 		{"learn:\n  budgets:\n    adversarial_roles: [\"\"]\n", "learn.budgets.adversarial_roles[0]"},
 		{"learn:\n  immunity: three\n", "line 2"}, // a wrong YAML type: the parser names the line
+		{"learn:\n  thresholds:\n    workflow:\n      promot: 0.5\n", `line 4: unknown key "promot" under a type of learn.thresholds`},
+		{"learn:\n  thresholds:\n    workflow: 0.5\n", "line 3"},
 	}
 	for _, c := range cases {
 		_, err := Load(writeConfig(t, c.yaml))
