@@ -26,6 +26,8 @@ func newPolicyRelaxCmd(a *app) *cobra.Command {
 samples since its last reset and a reliability above 0.9; the overlay records
 who relaxed it, why and when, and later refreshes keep it while the type's
 reliability stays above 0.9 (they tighten it back when it drops). Undo with 'learnwatch policy reset TYPE'.`,
+		Example: `  learnwatch policy relax workflow --reason "ten clean validations since the reset"
+  learnwatch policy relax pitfall --reason "reviewed" --by alice --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			root, cfg, err := a.setup()
