@@ -23,6 +23,14 @@ var (
 	slugRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 )
 
+// roleRe is a validator role: one word, as it may be printed to an agent.
+var roleRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidRole reports whether s can name a validator or consumer role
+// ("sentinel", "judge", "qa-bot"): one word of letters, digits, '-', '_' or
+// '.', at most 64 characters.
+func ValidRole(s string) bool { return roleRe.MatchString(s) }
+
 // ValidEntryID reports whether id names a knowledge entry (ADR-NNN, PF-NNN)
 // or an observation (obs_…).
 func ValidEntryID(id string) bool { return entryIDRe.MatchString(id) }
@@ -310,6 +318,9 @@ func DecodeVerdict(data []byte) (Verdict, error) {
 	}
 	if v.Role, err = f.str("role", false); err != nil {
 		return Verdict{}, err
+	}
+	if v.Role != "" && !ValidRole(v.Role) {
+		return Verdict{}, &FieldError{"role", fmt.Sprintf("must be one word of letters, digits, '-', '_' or '.' (at most 64), got %q", v.Role)}
 	}
 	lvl, _, err := f.count("evidence_level", true, 3)
 	if err != nil {

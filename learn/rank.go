@@ -304,7 +304,9 @@ func EvidenceTags(s Stats, role string) []string {
 	if s.HarmfulEvents > 0 {
 		out = append(out, fmt.Sprintf("%d× flagged", s.HarmfulEvents))
 	}
-	if s.Via != "" && !strings.EqualFold(s.Via, strings.TrimSpace(role)) {
+	// A role read from a repository's journal reaches the agent only when
+	// it is one plain word.
+	if ValidRole(s.Via) && !strings.EqualFold(s.Via, strings.TrimSpace(role)) {
 		out = append(out, "via: "+s.Via)
 	}
 	if s.Harmful > 0 && s.Harmful >= s.Helpful {

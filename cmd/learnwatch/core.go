@@ -188,6 +188,9 @@ func newIndexCmd(a *app) *cobra.Command {
 		Short: "Print the compact, ranked knowledge index an agent gets at session start",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if err := checkRole(role); err != nil {
+				return err
+			}
 			root, cfg, err := a.setup()
 			if err != nil {
 				return err
