@@ -82,9 +82,10 @@ func (p Policy) Clone() Policy {
 // 1 is ever computed here — the source's ×0.9 for a reliability above 0.9 is
 // a person's decision (Relax); a relaxed overlay keeps its ×0.9 while the
 // type's reliability stays above 0.9 and is tightened back (×1.0, or ×1.4)
-// when it drops. Only ResetType and Relax (a human) loosen. A type without an overlay whose computed multiplier is 1.0
-// and that needs no approval gets none. UpdatedAt and Reason change only when
-// the multiplier or requires_approval change; Reliability is refreshed always.
+// when it drops. Only ResetType and Relax (a human) loosen. A type without
+// an overlay whose computed multiplier is 1.0 and that needs no approval gets
+// none. UpdatedAt and Reason change only when the multiplier or
+// requires_approval change; Reliability is refreshed always.
 func Overlays(prev Policy, tallies map[string]TypeStats, now time.Time) Policy {
 	next := prev.Clone()
 	for _, typ := range slices.Sorted(maps.Keys(tallies)) {
@@ -234,12 +235,17 @@ func (e *RelaxError) Error() string { return e.Msg }
 // (the source's "reliability > 0.9 relaxes"; learnwatch never does it by
 // itself). It is allowed only when the type has at least 3 samples and a
 // reliability above 0.9 now (t is Tally's tallies of the type); the overlay
-// records the multiplier, who relaxed it and why, drops requires_approval
-// only if the reliability would not set it, and keeps everything else of
-// the policy. reason is required.
+// records the multiplier, who relaxed it (one plain word, else "a person")
+// and why (one line, control characters dropped), drops requires_approval
+// only if the reliability would not set it, and keeps everything else of the
+// policy. reason is required.
 func Relax(p Policy, typ string, t TypeStats, who, reason string, now time.Time) (Policy, error) {
-	if strings.TrimSpace(reason) == "" {
+	reason = strings.Join(strings.Fields(dropControls(reason, false)), " ")
+	if reason == "" {
 		return p, &RelaxError{"a reason is required"}
+	}
+	if !ValidRole(who) {
+		who = "a person"
 	}
 	r := Reliability(t)
 	if t.Total() < OverlayMinSamples {
@@ -253,11 +259,8 @@ func Relax(p Policy, typ string, t TypeStats, who, reason string, now time.Time)
 	if q.Overlays == nil {
 		q.Overlays = map[string]Overlay{}
 	}
-	if who == "" {
-		who = "a person"
-	}
 	q.Overlays[typ] = Overlay{ThresholdMultiplier: RelaxMultiplier, RequiresApproval: worstN >= ApprovalFailures,
-		Reason:      fmt.Sprintf("relaxed by %s: %s (reliability %.2f)", who, strings.Join(strings.Fields(reason), " "), r),
+		Reason:      fmt.Sprintf("relaxed by %s: %s (reliability %.2f)", who, reason, r),
 		Reliability: round4(r), UpdatedAt: now, RelaxedBy: who}
 	return q, nil
 }

@@ -285,6 +285,12 @@ func TestRelaxByAPerson(t *testing.T) {
 	if want := "relaxed by alice: ten clean runs (reliability 1.00)"; o.Reason != want {
 		t.Errorf("reason %q, want %q", o.Reason, want)
 	}
+	// A name that is not one word and control characters in the reason do
+	// not reach the policy file or a terminal (ESC is dropped, "[2J" stays as text).
+	q, _ := Relax(Policy{}, "workflow", high, "x\x1b[2J", " ten\n clean\x1b[2J runs ", t0)
+	if got := q.Overlays["workflow"].Reason; got != "relaxed by a person: ten clean[2J runs (reliability 1.00)" {
+		t.Errorf("reason %q", got)
+	}
 	mid := TypeStats{Successes: 8, Failures: 2, N: 10, QualitySum: 8} // 0.48 + 0.2 + 0.16 = 0.84
 	for name, c := range map[string]struct {
 		ts     TypeStats

@@ -41,9 +41,12 @@ reliability stays above 0.9 (they tighten it back when it drops). Undo with 'lea
 			if strings.TrimSpace(reason) == "" {
 				return exitcode.Bad("--reason: say why %s may be relaxed", typ)
 			}
+			if by != "" && !learn.ValidRole(by) {
+				return exitcode.Bad("--by must be one word of letters, digits, '-', '_' or '.', got %q", by)
+			}
 			if by == "" {
 				if u, err := user.Current(); err == nil {
-					by = u.Username
+					by = u.Username // not one word: Relax records "a person"
 				}
 			}
 			evs, err := a.readFeedback(root)
