@@ -65,11 +65,14 @@ type Index struct {
 	Budget int `yaml:"budget"`
 }
 
-// Learn configures the learning engine.
+// Learn configures the learning engine (see learning.go for the engine's
+// numbers and their validation).
 type Learn struct {
-	// HighConfidenceRoles are validator roles whose false-positive verdicts
-	// weigh 1.5 instead of 1.0.
+	// HighConfidenceRoles are adversarial roles whose patterns a validator's
+	// false-positive verdict penalises at 1.5 instead of 1.0 (default
+	// sentinel, inspector; an empty list turns the extra weight off).
 	HighConfidenceRoles []string `yaml:"high_confidence_roles"`
+	Engine              `yaml:",inline"`
 }
 
 // Lock configures lock waiting.
@@ -106,6 +109,7 @@ func Default() Config {
 		Staleness: Staleness{Extensions: append([]string(nil), DefaultExtensions...), RenameDepth: 200},
 		Watch:     Watch{Debounce: Duration{200 * time.Millisecond}, Rescan: Duration{30 * time.Second}},
 		Index:     Index{Budget: 800},
+		Learn:     Learn{HighConfidenceRoles: append([]string(nil), DefaultHighConfidenceRoles...), Engine: DefaultEngine()},
 		Lock:      Lock{Timeout: Duration{10 * time.Second}},
 	}
 }
@@ -145,6 +149,9 @@ func Load(root string) (Config, error) {
 	}
 	if c.Staleness.RenameDepth <= 0 {
 		c.Staleness.RenameDepth = 200
+	}
+	if err := c.Learn.Engine.Validate(); err != nil {
+		return Default(), fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }

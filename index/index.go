@@ -34,6 +34,9 @@ type Entry struct {
 	Text   string   `json:"-"`
 	Order  int      `json:"-"`
 	Refs   []string `json:"-"`
+	// Tags are the entry's evidence ("5× validated", "via: sentinel",
+	// "avoid"), printed after its line.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // Load reads the active entries of both knowledge files under root, in file
@@ -92,7 +95,35 @@ func Line(e Entry) string {
 	if e.Kind == markdown.PF && e.Area != "" {
 		line += " (area: " + strings.Join(strings.Fields(e.Area), " ") + ")"
 	}
+	if len(e.Tags) > 0 {
+		line += " — " + strings.Join(e.Tags, ", ")
+	}
 	return line
+}
+
+// Header is the index's first line: what follows and in which order.
+func Header(role string) string {
+	if role = strings.Join(strings.Fields(role), " "); role != "" {
+		return "Knowledge index for " + role + " (best first):"
+	}
+	return "Knowledge index (best first):"
+}
+
+// Summary is the one line shown when not even the best entry fits the
+// budget: how many entries there are and how to see them.
+func Summary(entries, avoid int) string {
+	s := fmt.Sprintf("Knowledge index: %d entries", entries)
+	if avoid > 0 {
+		s += fmt.Sprintf(" and %d anti-patterns", avoid)
+	}
+	return s + " do not fit the budget; run: learnwatch index"
+}
+
+// Options of BuildWith.
+type Options struct {
+	Budget   int     // tokens; 0: no limit
+	MinScore float64 // entries scoring below are left out
+	Role     string  // the consumer role named in the header ("" none)
 }
 
 // Footer tells the agent where the entries live and how to read one.
@@ -104,6 +135,15 @@ const Footer = "Full entries: .memory/knowledge/decisions.md, .memory/knowledge/
 // exceeds the budget. avoid are anti-pattern lines ("AVOID: …"): they come
 // first, in an "Anti-patterns (n):" block, as far as the budget allows.
 func Build(entries []Entry, avoid []string, budget int, minScore float64) Result {
+	return BuildWith(entries, avoid, Options{Budget: budget, MinScore: minScore})
+}
+
+// BuildWith is Build with a header naming the role (Header) first. When not
+// even the best line fits the budget, the index is the one-line Summary
+// instead of nothing.
+func BuildWith(entries []Entry, avoid []string, o Options) Result {
+	budget, minScore := o.Budget, o.MinScore
+	header := Header(o.Role)
 	var keep []Entry
 	for _, e := range entries {
 		if e.Score >= minScore {
@@ -148,19 +188,26 @@ func Build(entries []Entry, avoid []string, budget int, minScore float64) Result
 	for i, e := range keep {
 		n := len([]rune(lines[i])) + 1
 		perKind[e.Kind]++
-		size := avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
+		size := len([]rune(header)) + 1 + avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
 		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && (len(chosen) > 0 || len(avoidShown) > 0) {
+			// Stop at the first entry that does not fit: a shorter,
+			// lower-scored line is never shown while a better one is dropped.
 			perKind[e.Kind]--
-			continue // a shorter later line may still fit
+			break
 		}
 		chosen = append(chosen, e)
 		body += n
 	}
 	omitted := len(keep) - len(chosen)
-	text := render(avoidShown, chosen, omitted)
+	text := header + "\n" + render(avoidShown, chosen, omitted)
 	if budget > 0 && Tokens(text) > budget {
 		// Drop the footer before the best entry.
-		text = renderBlocks(avoidShown, chosen, omitted)
+		text = header + "\n" + renderBlocks(avoidShown, chosen, omitted)
+	}
+	if budget > 0 && Tokens(text) > budget {
+		// Not even the best line fits: one line saying what there is.
+		text = Summary(len(keep), len(avoid))
+		chosen, avoidShown, omitted = nil, nil, len(keep)
 	}
 	if chosen == nil {
 		chosen = []Entry{}

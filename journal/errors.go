@@ -19,6 +19,9 @@ type errorLine struct {
 	RunID   string `json:"run_id,omitempty"`
 	Type    string `json:"type,omitempty"`
 	Message string `json:"message,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Context string `json:"context,omitempty"`
+	Stack   string `json:"stack,omitempty"`
 }
 
 const (
@@ -26,12 +29,14 @@ const (
 	opResolve = "resolve"
 )
 
-// AppendError records an accumulated error of a run.
+// AppendError records an accumulated error of a run (with its optional
+// tool, context and stack).
 func AppendError(root string, e learn.RunError) error {
 	if e.ID == "" || e.RunID == "" || e.Type == "" || e.TS.IsZero() {
 		return fmt.Errorf("run error needs id, run_id, type and ts")
 	}
-	b, err := encode(errorLine{TS: formatTS(e.TS), Op: opError, ID: e.ID, RunID: e.RunID, Type: e.Type, Message: e.Message})
+	b, err := encode(errorLine{TS: formatTS(e.TS), Op: opError, ID: e.ID, RunID: e.RunID, Type: e.Type, Message: e.Message,
+		Tool: e.Tool, Context: e.Context, Stack: e.Stack})
 	if err != nil {
 		return err
 	}
@@ -74,7 +79,8 @@ func ReadErrors(root string) ([]learn.RunError, int, error) {
 				return fmt.Errorf("duplicate error id %s", l.ID)
 			}
 			idx[l.ID] = len(out)
-			out = append(out, learn.RunError{ID: l.ID, RunID: l.RunID, Type: l.Type, Message: l.Message, TS: ts})
+			out = append(out, learn.RunError{ID: l.ID, RunID: l.RunID, Type: l.Type, Message: l.Message,
+				Tool: l.Tool, Context: l.Context, Stack: l.Stack, TS: ts})
 		case opResolve:
 			i, ok := idx[l.ID]
 			if !ok {

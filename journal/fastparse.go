@@ -19,7 +19,7 @@ func (in interner) get(b []byte) string {
 }
 
 // parseEventFast decodes the lines learnwatch itself writes — one flat
-// object, keys among ts/target/kind/value/source/type/reason each at most
+// object, keys among ts/target/kind/value/source/type/reason/retries/role each at most
 // once, strings without escapes, a plain number — without reflection. For
 // anything else it reports ok=false and the caller uses encoding/json,
 // whose result is the reference (the fuzz test checks they agree).
@@ -32,7 +32,7 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 	if i < len(line) && line[i] == '}' {
 		return l, skipWS(line, i+1) == len(line)
 	}
-	var seen uint8
+	var seen uint16
 	for {
 		key, j, ok := rawString(line, i)
 		if !ok {
@@ -43,7 +43,7 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			return l, false
 		}
 		i = skipWS(line, i+1)
-		var bit uint8
+		var bit uint16
 		var dst *string
 		switch string(key) {
 		case "ts":
@@ -60,6 +60,10 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			bit, dst = 32, &l.Reason
 		case "value":
 			bit = 64
+		case "retries":
+			bit = 128
+		case "role":
+			bit, dst = 256, &l.Role
 		default:
 			return l, false
 		}
@@ -87,7 +91,11 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			if err != nil {
 				return l, false
 			}
-			l.Value = &f
+			if bit == 128 {
+				l.Retries = &f
+			} else {
+				l.Value = &f
+			}
 			i = j
 		}
 		i = skipWS(line, i)

@@ -18,10 +18,15 @@ type eventLine struct {
 	Source string   `json:"source"`
 	Type   string   `json:"type,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Retries is the run's retry_count on an outcome event.
+	Retries *float64 `json:"retries,omitempty"`
+	// Role is the validator role of a verdict event.
+	Role string `json:"role,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
-// {"ts","target","kind","value","source"} plus "type" and "reason" when set.
+// {"ts","target","kind","value","source"} plus "type", "reason", "retries"
+// and "role" when set.
 func MarshalEvent(e learn.Event) ([]byte, error) {
 	if e.Target == "" || e.Kind == "" || e.TS.IsZero() {
 		return nil, fmt.Errorf("feedback event needs ts, target and kind: %+v", e)
@@ -30,7 +35,12 @@ func MarshalEvent(e learn.Event) ([]byte, error) {
 		return nil, fmt.Errorf("feedback event %s/%s: value %v is not a number", e.Target, e.Kind, e.Value)
 	}
 	v := e.Value
-	return encode(eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason})
+	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role}
+	if e.Retries > 0 {
+		r := float64(e.Retries)
+		l.Retries = &r
+	}
+	return encode(l)
 }
 
 // ParseEvent parses one feedback.jsonl line. ts (RFC3339), target and kind
@@ -56,9 +66,12 @@ func parseEvent(line []byte, in interner) (learn.Event, error) {
 	if l.Kind == "" {
 		return learn.Event{}, errors.New(`field "kind": missing`)
 	}
-	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason}
+	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason, Role: l.Role}
 	if l.Value != nil {
 		e.Value = *l.Value
+	}
+	if l.Retries != nil {
+		e.Retries = retries(*l.Retries)
 	}
 	return e, nil
 }
@@ -94,4 +107,19 @@ func ReadFeedback(root string) ([]learn.Event, int, error) {
 		return nil
 	})
 	return out, len(corrupt), err
+}
+
+// MaxRetries bounds the retries read from a feedback line.
+const MaxRetries = 1_000_000
+
+// retries turns a "retries" value into a count: whole, 0..MaxRetries (a
+// hand-edited or hostile line cannot overflow a tally).
+func retries(v float64) int {
+	switch {
+	case math.IsNaN(v) || v <= 0:
+		return 0
+	case v > MaxRetries:
+		return MaxRetries
+	}
+	return int(v)
 }

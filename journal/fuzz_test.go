@@ -81,6 +81,9 @@ func FuzzParseEventFastAgrees(f *testing.F) {
 		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}`,
 		` { "ts" : "a" , "value" : -0.5e+3 } `, `{}`, `{"value":01}`, `{"value":1.}`, `{"ts":"\u00e9"}`,
 		`{"target":"a","target":"b"}`, `{"Target":"x"}`, `{"value":1e400}`, "{\"ts\":\"\xff\"}",
+		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"outcome","value":0.86,"source":"outcome:r","type":"decision","retries":2}`,
+		`{"retries":-1}`, `{"retries":1.5,"retries":2}`, `{"role":"sentinel","role":"x"}`,
+		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"cited","value":1,"source":"verdict:v","role":"sentinel"}`,
 	} {
 		f.Add([]byte(s))
 	}

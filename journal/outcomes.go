@@ -20,6 +20,7 @@ type outcomeLine struct {
 	Cited       []string `json:"cited"`
 	FailureType string   `json:"failure_type,omitempty"`
 	Strategy    string   `json:"strategy,omitempty"`
+	Type        string   `json:"type,omitempty"`
 	Score       float64  `json:"score"`
 	Verdict     string   `json:"verdict"`
 }
@@ -33,7 +34,7 @@ func MarshalOutcome(o learn.Outcome) ([]byte, error) {
 	score, verdict := learn.ImplicitScore(o)
 	l := outcomeLine{TS: formatTS(o.TS), RunID: o.RunID, Success: o.Success, DurationMS: o.DurationMS,
 		ErrorCount: o.ErrorCount, RetryCount: o.RetryCount, Cited: o.Cited, FailureType: o.FailureType,
-		Strategy: o.Strategy, Score: score, Verdict: verdict}
+		Strategy: o.Strategy, Type: o.Type, Score: score, Verdict: verdict}
 	if l.Cited == nil {
 		l.Cited = []string{}
 	}

@@ -15,7 +15,10 @@
 //     (journal.AppendFeedback), then refreshes the policy (journal.RefreshPolicy).
 //   - render asks Held(policy, type, obsID) before rendering a ready observation and
 //     compares confidence with EffectiveThreshold(policy, type, base).
-//   - index / session-start: Fold the events, Rank the candidates, AntiPatterns for the
-//     AVOID block, FitBudget the lines.
+//   - index / session-start: FoldWith the events, RankWith the candidates (Params from
+//     learnwatch.yaml via ParamsFrom), AntiPatterns over knowledge entries and
+//     observations for the AVOID block, EvidenceTags for each line.
+//   - outcome record: ImplicitScore, OutcomeEvents, then PolicyDiff and RunRetryBudgets
+//     around the policy refresh; policy relax: Relax.
 //   - hud / review: CountByLevel, Regressions, StaleOverlays.
 package learn

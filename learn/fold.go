@@ -15,10 +15,16 @@ const (
 	KindOutcome       = "outcome"        // entry cited by a recorded run: Value is the implicit score
 	KindFalsePositive = "false_positive" // a validator flagged the entry as a false positive: harmful
 	KindManual        = "manual"         // human override: Value +1 promote, -1 deprecate, 0 reset
+	KindAged          = "aged"           // not reinforced by a validator PASS that reinforced others: one step older
 )
 
+// AgeStepDays is how much older (in days since use) one aged event makes an
+// entry that is not immune: a validator PASS that found it irrelevant counts
+// as one more day unused.
+const AgeStepDays = 1.0
+
 // Kinds lists every known kind.
-var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual}
+var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual, KindAged}
 
 // Manual override values (Event.Value of a KindManual event).
 const (
@@ -45,6 +51,12 @@ type Event struct {
 	// ("deleted", "anchor-lost", "stale", "duplicate"); for outcome the run's
 	// failure type, empty when the run succeeded; for manual the human's reason.
 	Reason string
+	// Retries is the retry_count of the run an outcome event comes from
+	// (0 for every other kind): per-type reliability averages it.
+	Retries int
+	// Role is the validator role of a verdict event (cited by a PASS, or
+	// false_positive), when the verdict named one.
+	Role string
 }
 
 // Class is how an event counts.
@@ -57,6 +69,7 @@ const (
 	Harmful
 	Override // manual events: not feedback
 	Unknown  // a kind this version does not know: ignored
+	Aging    // aged events: not feedback, only recency
 )
 
 // Classify returns the class and the magnitude an event contributes.
@@ -73,12 +86,31 @@ func Classify(e Event) (Class, float64) {
 	case KindEdited:
 		return Neutral, mag
 	case KindOutcome:
-		_, c := classifyScore(e.Value)
-		return c, 1
+		return outcomeWeight(e.Value)
 	case KindManual:
 		return Override, 0
+	case KindAged:
+		return Aging, 0
 	}
 	return Unknown, 0
+}
+
+// outcomeWeight classifies an outcome event by its implicit score and
+// weighs it by the score: a helpful (or neutral) run adds its score (a 0.70
+// run adds 0.70 helpful); a harmful run adds 1 − score, how far it fell short
+// of a perfect run (a 0.38 run adds 0.62 harmful, the worst possible run,
+// 0.12, adds 0.88) — weighing a harmful run by its own score would make the
+// worst runs count least.
+func outcomeWeight(score float64) (Class, float64) {
+	if math.IsNaN(score) || math.IsInf(score, 0) {
+		score = 0
+	}
+	score = math.Min(1, math.Max(0, score))
+	_, c := classifyScore(score)
+	if c == Harmful {
+		return c, 1 - score
+	}
+	return c, score
 }
 
 // OutcomeFailed reports whether an outcome event records a failed run.
@@ -103,6 +135,12 @@ type Stats struct {
 	Outcomes, OutcomeFailures int
 	// Regression: a false positive arrived after ≥3 reinforcements.
 	Regression bool
+	// Aged counts aged events since the last use (or reset): steps of
+	// AgeStepDays added to the days since use.
+	Aged int
+	// Via is the role of the newest validator verdict that reinforced the
+	// entry ("" when none named a role).
+	Via string
 
 	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
 	ManualReason string
@@ -113,15 +151,23 @@ type Stats struct {
 	Weight     float64
 	Level      Level
 	Multiplier float64
+
+	// params are the engine parameters the stats were folded with (zero:
+	// the defaults); At and Maturity use them.
+	params Params
 }
 
-// Events counts the decayed events: helpful + harmful + neutral.
-func (s Stats) Events() float64 { return s.Helpful + s.Harmful + s.Neutral }
+// Events counts the decayed helpful and harmful evidence: helpful + harmful.
+// Neutral events (edits, neutral runs) are evidence of neither and count in
+// neither the maturity gate nor the harmful ratio.
+func (s Stats) Events() float64 { return s.Helpful + s.Harmful }
 
-// EventCount counts the feedback events since the last reset (undecayed).
-func (s Stats) EventCount() int { return s.HelpfulEvents + s.HarmfulEvents + s.NeutralEvents }
+// EventCount counts the helpful and harmful feedback events since the last
+// reset (undecayed); neutral events are not counted.
+func (s Stats) EventCount() int { return s.HelpfulEvents + s.HarmfulEvents }
 
-// HarmfulRatio is decayed harmful / decayed events (0 with no events).
+// HarmfulRatio is decayed harmful / (decayed helpful + decayed harmful), 0
+// with no such evidence.
 func (s Stats) HarmfulRatio() float64 {
 	if t := s.Events(); t > 0 {
 		return s.Harmful / t
@@ -130,11 +176,13 @@ func (s Stats) HarmfulRatio() float64 {
 }
 
 // DecayFactor is 0.5^(age/90 days); a negative age counts as 0.
-func DecayFactor(age time.Duration) float64 {
+func DecayFactor(age time.Duration) float64 { return decayFactor(age, HalfLifeDays) }
+
+func decayFactor(age time.Duration, halfLife float64) float64 {
 	if age <= 0 {
 		return 1
 	}
-	return math.Pow(0.5, age.Hours()/24/HalfLifeDays)
+	return math.Pow(0.5, age.Hours()/24/halfLife)
 }
 
 // Fold folds events (in any order; they are processed by timestamp, ties in
@@ -148,7 +196,11 @@ func DecayFactor(age time.Duration) float64 {
 // weight (a ratio) is unaffected by decay; maturity (absolute counts) is not.
 //
 // A manual reset discards everything the target had before it.
-func Fold(events []Event, now time.Time) map[string]Stats {
+func Fold(events []Event, now time.Time) map[string]Stats { return FoldWith(events, now, Params{}) }
+
+// FoldWith is Fold with the engine parameters p (zero fields: defaults).
+func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
+	p = p.withDefaults()
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
@@ -170,6 +222,10 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		class, mag := Classify(e)
 		switch class {
 		case Unknown:
+			out[e.Target] = s
+			continue
+		case Aging:
+			s.Aged++
 			out[e.Target] = s
 			continue
 		case Override:
@@ -200,8 +256,14 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		if e.TS.After(s.LastFeedback) {
 			s.LastFeedback = e.TS
 		}
-		if (e.Kind == KindCited || e.Kind == KindOutcome) && e.TS.After(s.LastUse) {
-			s.LastUse = e.TS
+		if e.Kind == KindCited || e.Kind == KindOutcome {
+			if e.TS.After(s.LastUse) {
+				s.LastUse = e.TS
+			}
+			s.Aged = 0
+		}
+		if class == Helpful && e.Role != "" {
+			s.Via = e.Role
 		}
 		if e.Kind == KindOutcome {
 			s.Outcomes++
@@ -212,6 +274,7 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		out[e.Target] = s
 	}
 	for k, s := range out {
+		s.params = p
 		out[k] = finish(s, now)
 	}
 	return out
@@ -222,7 +285,7 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 func finish(s Stats, now time.Time) Stats {
 	s.Decay = 1
 	if !s.LastFeedback.IsZero() {
-		s.Decay = DecayFactor(now.Sub(s.LastFeedback))
+		s.Decay = decayFactor(now.Sub(s.LastFeedback), s.params.withDefaults().HalfLifeDays)
 	}
 	s.Helpful *= s.Decay
 	s.Harmful *= s.Decay

@@ -90,7 +90,9 @@ func TestWeight(t *testing.T) {
 		{"3 helpful 1 harmful", []Event{{Kind: KindKept}, {Kind: KindCited}, {Kind: KindKept}, {Kind: KindDeleted}}, 0.75},
 		{"floor 0.1", []Event{{Kind: KindDeleted}, {Kind: KindDeleted}}, 0.1},
 		{"value is magnitude", []Event{{Kind: KindKept}, {Kind: KindFalsePositive, Value: 1.5}}, 0.4},
-		{"outcome score classes", []Event{{Kind: KindOutcome, Value: 0.9}, {Kind: KindOutcome, Value: 0.3}, {Kind: KindOutcome, Value: 0.5}}, 0.5},
+		// 0.9 helpful adds 0.9; 0.3 harmful adds 1−0.3 = 0.7; 0.5 neutral counts in
+		// neither: 0.9/(0.9+0.7) = 0.5625.
+		{"outcome score classes", []Event{{Kind: KindOutcome, Value: 0.9}, {Kind: KindOutcome, Value: 0.3}, {Kind: KindOutcome, Value: 0.5}}, 0.5625},
 	}
 	for _, c := range cases {
 		evs := make([]Event, len(c.evs))
@@ -131,7 +133,7 @@ func TestMaturityThresholds(t *testing.T) {
 		{"no events", nil, LevelCandidate, 0.5},
 		{"2 events", rep(KindKept, 2), LevelCandidate, 0.5},
 		{"3 events", rep(KindKept, 3), LevelEstablished, 1},
-		{"3 neutral", rep(KindEdited, 3), LevelEstablished, 1},
+		{"3 neutral", rep(KindEdited, 3), LevelCandidate, 0.5},
 		{"4 helpful", rep(KindKept, 4), LevelEstablished, 1},
 		{"5 helpful", rep(KindKept, 5), LevelProven, 1.5},
 		{"5 helpful 1 harmful (0.167)", append(rep(KindKept, 5), KindDeleted), LevelEstablished, 1},

@@ -23,6 +23,14 @@ var (
 	slugRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 )
 
+// roleRe is a validator role: one word, as it may be printed to an agent.
+var roleRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidRole reports whether s can name a validator or consumer role
+// ("sentinel", "judge", "qa-bot"): one word of letters, digits, '-', '_' or
+// '.', at most 64 characters.
+func ValidRole(s string) bool { return roleRe.MatchString(s) }
+
 // ValidEntryID reports whether id names a knowledge entry (ADR-NNN, PF-NNN)
 // or an observation (obs_…).
 func ValidEntryID(id string) bool { return entryIDRe.MatchString(id) }
@@ -205,6 +213,7 @@ func (f fields) time(name string) (time.Time, error) {
 //	 "error_count": whole number ≥0 (optional: the run's unresolved errors),
 //	 "quality": number 0..1 (optional), "cited": [entry ids] (optional),
 //	 "failure_type": slug (optional), "strategy": string (optional),
+//	 "type": slug (optional: the artifact type the run worked on),
 //	 "ts": RFC3339 (optional: when the run ended)}
 //
 // Unknown fields are ignored. The error is a *FieldError for a bad field.
@@ -251,6 +260,12 @@ func DecodeOutcome(data []byte) (Outcome, error) {
 	if o.Strategy, err = f.str("strategy", false); err != nil {
 		return Outcome{}, err
 	}
+	if o.Type, err = f.str("type", false); err != nil {
+		return Outcome{}, err
+	}
+	if o.Type != "" && !slugRe.MatchString(o.Type) {
+		return Outcome{}, &FieldError{"type", fmt.Sprintf("must be a lowercase artifact type such as workflow or decision, got %q", o.Type)}
+	}
 	if o.TS, err = f.time("ts"); err != nil {
 		return Outcome{}, err
 	}
@@ -266,13 +281,20 @@ type Verdict struct {
 	EvidenceLevel  int // 1 execution output, 2 file:line citation, 3 reasoning only
 	FalsePositives []string
 	Cited          []string
+	// Files are the repository paths the run changed (optional): a PASS at
+	// evidence level 1–2 also reinforces the entries relevant to them.
+	Files []string
 }
+
+// MaxVerdictFiles bounds the "files" of a verdict.
+const MaxVerdictFiles = 10000
 
 // DecodeVerdict parses and validates
 //
 //	{"run_id": string, "verdict": "PASS"|"FAIL", "role": string (optional),
 //	 "evidence_level": 1|2|3, "false_positives": [text…] (optional),
-//	 "cited": [entry ids] (optional), "ts": RFC3339 (optional)}
+//	 "cited": [entry ids] (optional), "files": [repo paths] (optional),
+//	 "ts": RFC3339 (optional)}
 func DecodeVerdict(data []byte) (Verdict, error) {
 	m, err := object(data)
 	if err != nil {
@@ -297,6 +319,9 @@ func DecodeVerdict(data []byte) (Verdict, error) {
 	if v.Role, err = f.str("role", false); err != nil {
 		return Verdict{}, err
 	}
+	if v.Role != "" && !ValidRole(v.Role) {
+		return Verdict{}, &FieldError{"role", fmt.Sprintf("must be one word of letters, digits, '-', '_' or '.' (at most 64), got %q", v.Role)}
+	}
 	lvl, _, err := f.count("evidence_level", true, 3)
 	if err != nil {
 		return Verdict{}, err
@@ -310,6 +335,17 @@ func DecodeVerdict(data []byte) (Verdict, error) {
 	}
 	if v.Cited, err = f.ids("cited"); err != nil {
 		return Verdict{}, err
+	}
+	if v.Files, err = f.texts("files"); err != nil {
+		return Verdict{}, err
+	}
+	if len(v.Files) > MaxVerdictFiles {
+		return Verdict{}, &FieldError{"files", fmt.Sprintf("lists %d paths, at most %d are accepted", len(v.Files), MaxVerdictFiles)}
+	}
+	for i, p := range v.Files {
+		if strings.ContainsAny(p, "\n\r\x00") || len(p) > 4096 {
+			return Verdict{}, &FieldError{fmt.Sprintf("files[%d]", i), "must be one repository path (one line, at most 4096 bytes)"}
+		}
 	}
 	if v.TS, err = f.time("ts"); err != nil {
 		return Verdict{}, err

@@ -129,15 +129,20 @@ const (
 //     a false_positive event of value 1.5 when the role is one of
 //     highConfidenceRoles (case-insensitive), else 1.0; one event per entry
 //     and verdict even when several texts match it;
-//   - a PASS with evidence level 1 or 2 gives a cited event per cited entry;
-//     level 3 (reasoning only) and FAIL reinforce nothing.
+//   - a PASS with evidence level 1 or 2 gives a cited event per cited entry
+//     and per entry relevant to the run's files (Overlaps), and an aged event
+//     (one step older) to every other entry of entries; level 3 (reasoning
+//     only) and FAIL reinforce and age nothing. An entry flagged in the same
+//     verdict is neither reinforced nor aged.
 //
-// unmatched lists the false-positive texts no entry matched.
+// Every event carries the verdict's role. unmatched lists the false-positive
+// texts no entry matched.
 func VerdictEvents(v Verdict, entries []Candidate, highConfidenceRoles []string, now time.Time) (events []Event, unmatched []string) {
 	src := VerdictSourcePrefix + v.RunID
+	role := strings.ToLower(strings.TrimSpace(v.Role))
 	w := FalsePositiveWeight
 	for _, r := range highConfidenceRoles {
-		if v.Role != "" && strings.EqualFold(strings.TrimSpace(r), strings.TrimSpace(v.Role)) {
+		if role != "" && strings.EqualFold(strings.TrimSpace(r), role) {
 			w = HighConfidencePenalty
 		}
 	}
@@ -153,17 +158,39 @@ func VerdictEvents(v Verdict, entries []Candidate, highConfidenceRoles []string,
 		}
 		flagged[id] = true
 		events = append(events, Event{TS: now, Target: id, Kind: KindFalsePositive, Value: w, Source: src,
-			Type: TypeOf(id, entries), Reason: fp})
+			Type: TypeOf(id, entries), Reason: fp, Role: role})
 	}
-	if v.Pass && v.EvidenceLevel >= 1 && v.EvidenceLevel <= ReinforcingEvidenceMax {
-		seen := map[string]bool{}
-		for _, id := range v.Cited {
-			if seen[id] || flagged[id] {
-				continue
-			}
-			seen[id] = true
-			events = append(events, Event{TS: now, Target: id, Kind: KindCited, Value: 1, Source: src, Type: TypeOf(id, entries)})
+	if !v.Pass || v.EvidenceLevel < 1 || v.EvidenceLevel > ReinforcingEvidenceMax {
+		return events, unmatched
+	}
+	seen := map[string]bool{}
+	reinforce := func(id string) {
+		if seen[id] || flagged[id] {
+			return
 		}
+		seen[id] = true
+		events = append(events, Event{TS: now, Target: id, Kind: KindCited, Value: 1, Source: src, Type: TypeOf(id, entries), Role: role})
+	}
+	for _, id := range v.Cited {
+		reinforce(id)
+	}
+	if len(v.Files) > 0 {
+		changed := normalisePaths(v.Files)
+		for _, c := range entries {
+			if overlaps(c, changed) {
+				reinforce(c.ID)
+			}
+		}
+	}
+	if len(seen) == 0 {
+		return events, unmatched // nothing reinforced: nothing to age against
+	}
+	for _, c := range entries {
+		if seen[c.ID] || flagged[c.ID] {
+			continue
+		}
+		seen[c.ID] = true
+		events = append(events, Event{TS: now, Target: c.ID, Kind: KindAged, Value: 1, Source: src, Type: c.Type, Role: role})
 	}
 	return events, unmatched
 }

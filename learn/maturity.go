@@ -31,7 +31,7 @@ func (l Level) Multiplier() float64 {
 
 // Maturity thresholds (DESIGN.md §6).
 const (
-	EstablishedEvents   = 3    // events since the last reset for established / deprecated
+	EstablishedEvents   = 3    // helpful + harmful events since the last reset for established / deprecated
 	ProvenHelpful       = 5.0  // decayed helpful for proven
 	ProvenMaxHarmful    = 0.15 // harmful ratio must be below this for proven
 	DeprecateMinHarmful = 0.3  // harmful ratio above this deprecates
@@ -47,12 +47,13 @@ const eps = 1e-9
 //     stands until `promote --reset`;
 //  2. inverted into an anti-pattern (≥3 outcomes, failure ratio ≥0.6) →
 //     deprecated;
-//  3. fewer than 3 events since the last reset → candidate ×0.5;
+//  3. fewer than 3 helpful + harmful events since the last reset →
+//     candidate ×0.5 (neutral events — edits, neutral runs — do not count);
 //  4. harmful ratio > 0.3 → deprecated ×0;
 //  5. decayed helpful ≥ 5 and harmful ratio < 0.15 → proven ×1.5;
 //  6. otherwise established ×1.0.
 //
-// The harmful ratio is decayed harmful / decayed events (neutral included);
+// The harmful ratio is decayed harmful / (decayed helpful + decayed harmful);
 // helpful is decayed, so a proven entry nobody uses fades to established.
 // The 3-event gate counts events, not decayed sums: a decayed gate would
 // demote an entry with exactly 3 events the moment after its last one, and
@@ -63,20 +64,21 @@ func Maturity(s Stats) (Level, float64) {
 }
 
 func maturity(s Stats) Level {
+	p := s.params.withDefaults()
 	if s.Manual != "" {
 		return s.Manual
 	}
 	if Inverted(s) {
 		return LevelDeprecated
 	}
-	if s.EventCount() < EstablishedEvents {
+	if s.EventCount() < p.MinEvents {
 		return LevelCandidate
 	}
 	r := s.HarmfulRatio()
-	if r > DeprecateMinHarmful+eps {
+	if r > p.DeprecateHarmful+eps {
 		return LevelDeprecated
 	}
-	if s.Helpful >= ProvenHelpful-eps && r < ProvenMaxHarmful-eps {
+	if s.Helpful >= p.ProvenHelpful-eps && r < p.ProvenMaxHarmful-eps {
 		return LevelProven
 	}
 	return LevelEstablished

@@ -87,6 +87,18 @@ func TestPureFunctionsDoNotMutateInputs(t *testing.T) {
 		"VerdictEvents":      func(f *fixture) { VerdictEvents(f.verdict, f.entries, []string{"qa"}, t0) },
 		"BuildRetryContext":  func(f *fixture) { BuildRetryContext(f.errs, "r") },
 		"UnresolvedCount":    func(f *fixture) { UnresolvedCount(f.errs, "r") },
+		"BuildErrorStats":    func(f *fixture) { BuildErrorStats(f.errs, "r") },
+		"RunFailures":        func(f *fixture) { RunFailures(f.outcomes, f.policy.Resets) },
+		"FailurePatterns+runs": func(f *fixture) {
+			FailurePatterns(f.tallies, RunFailures(f.outcomes, nil))
+		},
+		"PolicyDiff": func(f *fixture) { PolicyDiff(f.policy, Overlays(f.policy, f.tallies, t0)) },
+		"Relax": func(f *fixture) {
+			Relax(f.policy, "decision", TypeStats{Successes: 9, N: 9, QualitySum: 9}, "a", "r", t0)
+		},
+		"RunRetryBudgets": func(f *fixture) { RunRetryBudgets(f.policy, f.outcomes[0], f.events) },
+		"FoldWith":        func(f *fixture) { FoldWith(f.events, t0, Params{HalfLifeDays: 10}) },
+		"RankWith":        func(f *fixture) { RankWith(f.entries, f.stats, t0, f.changed, Params{RecencyDays: 3}) },
 		"BuildReport": func(f *fixture) {
 			BuildReport(f.stats, f.tallies, f.outcomes, f.policy, f.entries, t0).Markdown()
 		},

@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"fmt"
 	"math"
 	"path"
 	"sort"
@@ -29,13 +30,55 @@ type Candidate struct {
 // Ranked is a candidate with its score and the factors that made it.
 type Ranked struct {
 	Candidate
-	Score        float64 `json:"score"`
-	Weight       float64 `json:"weight"`
-	Level        Level   `json:"level"`
-	Multiplier   float64 `json:"multiplier"`
-	Recency      float64 `json:"recency"`
-	Boost        float64 `json:"boost"`
+	Score      float64 `json:"score"`
+	Weight     float64 `json:"weight"`
+	Level      Level   `json:"level"`
+	Multiplier float64 `json:"multiplier"`
+	Recency    float64 `json:"recency"`
+	Boost      float64 `json:"boost"`
+	// Category is the category weight (CategoryWeight): rule 1.3, causal
+	// 1.1, observation 1.0.
+	Category     float64 `json:"category"`
 	DaysSinceUse float64 `json:"days_since_use"`
+}
+
+// Category weights (the pattern learning loop: "a rule is multiplied by 1.3
+// and a causal link by 1.1").
+const (
+	RuleWeight   = 1.3
+	CausalWeight = 1.1
+)
+
+// Categories of an entry.
+const (
+	CategoryRule        = "rule"
+	CategoryCausal      = "causal"
+	CategoryObservation = "observation"
+)
+
+// CategoryOf is the category of an artifact type: a decision (an accepted
+// ADR: what the team decided must be done) is a rule; a pitfall (an issue,
+// its cause and its impact) is a causal link; workflows, procedures and
+// anything else are observations.
+func CategoryOf(typ string) string {
+	switch typ {
+	case "decision":
+		return CategoryRule
+	case "pitfall":
+		return CategoryCausal
+	}
+	return CategoryObservation
+}
+
+// CategoryWeight is 1.3 for a rule, 1.1 for a causal link, else 1.
+func CategoryWeight(typ string) float64 {
+	switch CategoryOf(typ) {
+	case CategoryRule:
+		return RuleWeight
+	case CategoryCausal:
+		return CausalWeight
+	}
+	return 1
 }
 
 // Ranking constants (DESIGN.md §6).
@@ -51,23 +94,38 @@ const (
 // Rank scores candidates and returns those scoring ≥0.1, best first (ties by
 // ID):
 //
-//	score = BaseScore × Weight × maturity multiplier × recency × boost
+//	score = BaseScore × Weight × maturity multiplier × recency × boost × category
 //
 // Weight and maturity come from the target's stats (an entry without stats
 // is a candidate, weight 1). recency = exp(−days_since_use/14), where
-// days_since_use counts from the last cited/outcome event, else from
-// Created; unknown (no use, no Created) counts as 0 days. An entry
-// reinforced (helpful events) ≥3 times has recency 1. boost is 1.2 when the
+// days_since_use counts from the last cited/outcome event, else from the
+// last feedback; no feedback counts as 0 days; each aged event since the
+// last use adds AgeStepDays. An entry reinforced (helpful events) ≥3 times
+// has recency 1. boost is 1.2 when the
 // entry's Area or Refs overlap changedFiles (see Overlaps), else 1.
+// category is CategoryWeight of the entry's type (its Type, else from its ID:
+// ADR a decision, PF a pitfall).
 func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFiles []string) []Ranked {
+	return RankWith(entries, stats, now, changedFiles, Params{})
+}
+
+// RankWith is Rank with the engine parameters p (recency time constant and
+// immunity count; zero fields: defaults).
+func RankWith(entries []Candidate, stats map[string]Stats, now time.Time, changedFiles []string, p Params) []Ranked {
+	p = p.withDefaults()
 	changed := normalisePaths(changedFiles)
 	out := make([]Ranked, 0, len(entries))
 	for _, c := range entries {
 		s, ok := stats[c.ID]
 		if !ok {
-			s = finish(Stats{Target: c.ID}, now)
+			s = finish(Stats{Target: c.ID, params: p}, now)
 		}
 		r := Ranked{Candidate: c, Weight: s.Weight, Level: s.Level, Multiplier: s.Multiplier, Recency: 1, Boost: 1}
+		typ := c.Type
+		if typ == "" {
+			typ = TypeOf(c.ID, nil)
+		}
+		r.Category = CategoryWeight(typ)
 		// Days since use: since the last citation or outcome, else since the
 		// last feedback of any kind (a kept artifact is in use). An entry with
 		// no feedback at all has no evidence to decay: recency 1 (the
@@ -80,13 +138,18 @@ func Rank(entries []Candidate, stats map[string]Stats, now time.Time, changedFil
 		if !since.IsZero() {
 			r.DaysSinceUse = math.Max(0, now.Sub(since).Hours()/24)
 		}
-		if s.Reinforcements < ReinforcedNoDecay && !since.IsZero() {
-			r.Recency = math.Exp(-r.DaysSinceUse / RecencyDays)
+		immune := s.Reinforcements >= p.Immunity
+		if !immune && s.Aged > 0 {
+			// Validator passes that reinforced other entries age this one.
+			r.DaysSinceUse += float64(s.Aged) * AgeStepDays
+		}
+		if !immune && (!since.IsZero() || s.Aged > 0) {
+			r.Recency = math.Exp(-r.DaysSinceUse / p.RecencyDays)
 		}
 		if overlaps(c, changed) {
 			r.Boost = ContextBoost
 		}
-		r.Score = c.BaseScore * r.Weight * r.Multiplier * r.Recency * r.Boost
+		r.Score = c.BaseScore * r.Weight * r.Multiplier * r.Recency * r.Boost * r.Category
 		if r.Score < MinScore-eps {
 			continue
 		}
@@ -222,4 +285,32 @@ func FitBudget(lines []string, budgetTokens int) (kept []string, dropped int) {
 		kept = append(kept, l)
 	}
 	return kept, 0
+}
+
+// EvidenceTags are the track record an index line carries (the pattern
+// learning loop's "5x validated", "via:auditor"):
+//   - "N× validated" — N helpful events since the last reset (kept, cited,
+//     helpful runs, validator reinforcements);
+//   - "N× flagged" — N harmful events (deletions, false positives, harmful
+//     runs);
+//   - "via: ROLE" — the validator role that last reinforced the entry, when
+//     it is not the role the index is for;
+//   - "avoid" — harmful evidence at least as heavy as helpful (decayed sums).
+func EvidenceTags(s Stats, role string) []string {
+	var out []string
+	if s.HelpfulEvents > 0 {
+		out = append(out, fmt.Sprintf("%d× validated", s.HelpfulEvents))
+	}
+	if s.HarmfulEvents > 0 {
+		out = append(out, fmt.Sprintf("%d× flagged", s.HarmfulEvents))
+	}
+	// A role read from a repository's journal reaches the agent only when
+	// it is one plain word.
+	if ValidRole(s.Via) && !strings.EqualFold(s.Via, strings.TrimSpace(role)) {
+		out = append(out, "via: "+s.Via)
+	}
+	if s.Harmful > 0 && s.Harmful >= s.Helpful {
+		out = append(out, "avoid")
+	}
+	return out
 }

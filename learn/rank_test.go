@@ -31,12 +31,13 @@ func TestRank(t *testing.T) {
 		id    string
 		score float64
 	}{
-		{"ADR-002", 0.8 * 1.5 * 1.2},    // proven, no recency decay, context boost
-		{"obs_e", 1.0},                  // established, reinforced 3 times: recency 1 after 100 days
-		{"ADR-001", 0.5},                // candidate, no feedback at all: nothing to decay, recency 1
-		{"ADR-003", 0.5},                // likewise, whatever its age
-		{"obs_g", 0.5},                  // likewise, created unknown
-		{"obs_f", 0.5 * math.Exp(-0.5)}, // 7 days since use
+		// ADRs are rules (category ×1.3); observations ×1.0.
+		{"ADR-002", 0.8 * 1.5 * 1.2 * 1.3}, // proven, no recency decay, context boost: 1.872
+		{"obs_e", 1.0},                     // established, reinforced 3 times: recency 1 after 100 days
+		{"ADR-001", 0.5 * 1.3},             // candidate, no feedback at all: nothing to decay, recency 1
+		{"ADR-003", 0.5 * 1.3},             // likewise, whatever its age
+		{"obs_g", 0.5},                     // likewise, created unknown
+		{"obs_f", 0.5 * math.Exp(-0.5)},    // 7 days since use
 		// obs_h: never used, last feedback 30 days ago: 0.5·e^(−30/14) = 0.059 < 0.1 dropped;
 		// PF-001 deprecated ×0 dropped.
 	}
@@ -48,7 +49,7 @@ func TestRank(t *testing.T) {
 			t.Errorf("rank %d = %s %.4f, want %s %.4f", i, got[i].ID, got[i].Score, w.id, w.score)
 		}
 	}
-	if got[0].Boost != 1.2 || got[0].Level != LevelProven || got[5].DaysSinceUse != 7 {
+	if got[0].Boost != 1.2 || got[0].Category != 1.3 || got[0].Level != LevelProven || got[5].DaysSinceUse != 7 {
 		t.Errorf("factors: %+v / %+v", got[0], got[5])
 	}
 }
@@ -189,9 +190,9 @@ func TestVerdictEvents(t *testing.T) {
 		t.Errorf("unmatched = %v", unmatched)
 	}
 	want := []Event{
-		{TS: t0, Target: "PF-001", Kind: KindFalsePositive, Value: 1.5, Source: "verdict:r1", Type: "pitfall", Reason: "never retry a failed migration"},
-		{TS: t0, Target: "ADR-001", Kind: KindCited, Value: 1, Source: "verdict:r1", Type: "decision"},
-		{TS: t0, Target: "obs_x", Kind: KindCited, Value: 1, Source: "verdict:r1"},
+		{TS: t0, Target: "PF-001", Kind: KindFalsePositive, Value: 1.5, Source: "verdict:r1", Role: "security", Type: "pitfall", Reason: "never retry a failed migration"},
+		{TS: t0, Target: "ADR-001", Kind: KindCited, Value: 1, Source: "verdict:r1", Role: "security", Type: "decision"},
+		{TS: t0, Target: "obs_x", Kind: KindCited, Value: 1, Source: "verdict:r1", Role: "security"},
 	}
 	if fmt.Sprint(evs) != fmt.Sprint(want) {
 		t.Errorf("events\n got %+v\nwant %+v", evs, want)

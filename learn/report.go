@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,8 @@ type Report struct {
 	Decay           []DecayBucket      `json:"decay"`
 	Fading          []Fading           `json:"fading"`
 	Strategies      []TypeReport       `json:"strategies"`
+	// HalfLifeDays is the feedback half-life the report was built with.
+	HalfLifeDays float64 `json:"half_life_days"`
 }
 
 // TypeReport is one type's (or strategy's) reliability.
@@ -84,7 +87,7 @@ func BuildReport(stats map[string]Stats, tallies map[string]TypeStats, outcomes 
 	if len(withData) > 0 {
 		r.Strongest, r.Weakest = withData[0].Name, withData[len(withData)-1].Name
 	}
-	r.FailurePatterns = FailurePatterns(tallies)
+	r.FailurePatterns = FailurePatterns(tallies, RunFailures(outcomes, p.Resets))
 	if len(r.FailurePatterns) > TopFailurePatterns {
 		r.FailurePatterns = r.FailurePatterns[:TopFailurePatterns]
 	}
@@ -98,17 +101,22 @@ func BuildReport(stats map[string]Stats, tallies map[string]TypeStats, outcomes 
 	sort.Slice(r.Overlays, func(i, j int) bool { return r.Overlays[i].Type < r.Overlays[j].Type })
 
 	ids := slices.Sorted(maps.Keys(stats))
+	halfLife := HalfLifeDays
+	if len(ids) > 0 {
+		halfLife = stats[ids[0]].params.withDefaults().HalfLifeDays
+	}
 	bounds := []struct {
 		name     string
 		from, to float64 // days
 	}{{"0-30 days", 0, 30}, {"30-90 days", 30, 90}, {"90-180 days", 90, 180}, {"180+ days", 180, math.Inf(1)}}
 	for _, b := range bounds {
-		d := DecayBucket{Range: b.name, DecayFrom: round4(math.Pow(0.5, b.from/HalfLifeDays))}
+		d := DecayBucket{Range: b.name, DecayFrom: round4(math.Pow(0.5, b.from/halfLife))}
 		if !math.IsInf(b.to, 1) {
-			d.DecayTo = round4(math.Pow(0.5, b.to/HalfLifeDays))
+			d.DecayTo = round4(math.Pow(0.5, b.to/halfLife))
 		}
 		r.Decay = append(r.Decay, d)
 	}
+	r.HalfLifeDays = halfLife
 	later := now.Add(30 * 24 * time.Hour)
 	for _, id := range ids {
 		s := stats[id]
@@ -202,7 +210,8 @@ func (r Report) Markdown() string {
 	if len(r.Regressions) > 0 {
 		fmt.Fprintf(&b, "\n## Regressions\n\nReinforced ≥3 times, then flagged as a false positive: %s\n", strings.Join(r.Regressions, ", "))
 	}
-	b.WriteString("\n## Decay timeline\n\nFeedback halves every 90 days without new feedback.\n\n| since last feedback | entries | weight of their history |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "\n## Decay timeline\n\nFeedback halves every %s days without new feedback.\n\n", strconv.FormatFloat(r.HalfLifeDays, 'f', -1, 64))
+	b.WriteString("| since last feedback | entries | weight of their history |\n|---|---|---|\n")
 	for _, d := range r.Decay {
 		to := "→ 0%"
 		if d.DecayTo > 0 {

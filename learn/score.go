@@ -23,6 +23,10 @@ type Outcome struct {
 	Cited         []string
 	FailureType   string
 	Strategy      string
+	// Type is the artifact type the run worked on, when it says (optional
+	// input "type"): a failed run that cites no entry counts its failure
+	// pattern under it ("unknown" when empty).
+	Type string
 }
 
 // Verdicts of an implicit score.
@@ -100,7 +104,7 @@ func OutcomeEvents(o Outcome, score float64, entries []Candidate, now time.Time)
 		}
 		seen[id] = true
 		out = append(out, Event{TS: now, Target: id, Kind: KindOutcome, Value: score,
-			Source: OutcomeSourcePrefix + o.RunID, Type: TypeOf(id, entries), Reason: reason})
+			Source: OutcomeSourcePrefix + o.RunID, Type: TypeOf(id, entries), Reason: reason, Retries: max(0, o.RetryCount)})
 	}
 	return out
 }
@@ -213,12 +217,62 @@ func PatternConfidence(count int) float64 {
 	return math.Min(0.95, math.Round((0.55+0.05*float64(count-1))*100)/100)
 }
 
+// UnknownType is the type a failed run that cites no entry and names no
+// type is counted under.
+const UnknownType = "unknown"
+
+// RunFailures counts the failed runs that cite no entry and name a failure
+// type, by the run's Type (UnknownType when empty) and failure type, counting
+// only runs after the type's reset in since. Runs that cite entries are
+// counted through their outcome feedback events (Tally) instead, so no run is
+// counted twice.
+func RunFailures(outcomes []Outcome, since map[string]time.Time) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, o := range outcomes {
+		if o.Success || o.FailureType == "" || len(o.Cited) > 0 {
+			continue
+		}
+		typ := o.Type
+		if typ == "" {
+			typ = UnknownType
+		}
+		if t, ok := since[typ]; ok && !o.TS.After(t) {
+			continue
+		}
+		if out[typ] == nil {
+			out[typ] = map[string]int{}
+		}
+		out[typ][o.FailureType]++
+	}
+	return out
+}
+
 // FailurePatterns lists every type::reason with its count and confidence,
-// most frequent first (then by key).
-func FailurePatterns(tallies map[string]TypeStats) []FailurePattern {
-	var out []FailurePattern
+// most frequent first (then by key), from the feedback tallies and the
+// failed runs that cite no entry (RunFailures; nil: none).
+func FailurePatterns(tallies map[string]TypeStats, runs ...map[string]map[string]int) []FailurePattern {
+	merged := map[string]map[string]int{}
+	add := func(typ, reason string, n int) {
+		if merged[typ] == nil {
+			merged[typ] = map[string]int{}
+		}
+		merged[typ][reason] += n
+	}
 	for typ, t := range tallies {
 		for reason, n := range t.FailureReasons {
+			add(typ, reason, n)
+		}
+	}
+	for _, r := range runs {
+		for typ, m := range r {
+			for reason, n := range m {
+				add(typ, reason, n)
+			}
+		}
+	}
+	var out []FailurePattern
+	for typ, reasons := range merged {
+		for reason, n := range reasons {
 			if n <= 0 {
 				continue
 			}
@@ -243,7 +297,8 @@ func FailurePatterns(tallies map[string]TypeStats) []FailurePattern {
 //   - outcome: success when the run succeeded, else failure with the run's
 //     failure type; quality is the run's implicit score.
 //
-// edited and manual events are not samples. Retries are not known per event
+// edited and manual events are not samples. Retries are the retry_count of
+// the run an outcome event comes from (Event.Retries); other kinds have none
 // and count 0.
 func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 	out := map[string]TypeStats{}
@@ -268,6 +323,7 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 		case KindFalsePositive:
 			fail = "false-positive"
 		case KindOutcome:
+			ts.Retries += max(0, e.Retries)
 			ts.QualitySum += math.Min(1, math.Max(0, e.Value))
 			if OutcomeFailed(e) {
 				fail = e.Reason

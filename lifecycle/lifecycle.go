@@ -52,8 +52,10 @@ func Normalize(s string) string {
 }
 
 // Confidence for count sightings of a type: min(floor(count*100/required), 95)/100.
-func Confidence(typ string, count int) float64 {
-	req := Thresholds[typ].Required
+func Confidence(typ string, count int) float64 { return confidence(Thresholds[typ], count) }
+
+func confidence(th Threshold, count int) float64 {
+	req := th.Required
 	if req <= 0 {
 		req = 1
 	}
@@ -77,24 +79,37 @@ func Penalize(o *manifest.Observation, now time.Time) {
 // Ready reports whether o meets the promotion rule, with the type's promote
 // threshold multiplied by mult (1 when no policy overlay applies; the result
 // is capped at MaxConfidence).
-func Ready(o *manifest.Observation, mult float64) bool {
-	th, ok := Thresholds[o.Type]
+func Ready(o *manifest.Observation, mult float64) bool { return ReadyWith(o, mult, nil) }
+
+// ReadyWith is Ready with the promotion rules th (per type; nil or a type
+// missing from it: Thresholds).
+func ReadyWith(o *manifest.Observation, mult float64, th map[string]Threshold) bool {
+	t, ok := thresholdOf(th, o.Type)
 	if !ok || !o.QualityOK {
 		return false
 	}
 	if mult <= 0 {
 		mult = 1
 	}
-	promote := math.Min(th.Promote*mult, MaxConfidence)
+	promote := math.Min(t.Promote*mult, MaxConfidence)
 	if o.Confidence+1e-9 < promote {
 		return false
 	}
 	first, err1 := time.Parse(time.RFC3339, o.FirstSeen)
 	last, err2 := time.Parse(time.RFC3339, o.LastSeen)
 	if err1 != nil || err2 != nil {
-		return th.SpreadDays == 0
+		return t.SpreadDays == 0
 	}
-	return last.Sub(first).Hours()/24 >= th.SpreadDays
+	return last.Sub(first).Hours()/24 >= t.SpreadDays
+}
+
+// thresholdOf returns typ's rule from th, else from Thresholds.
+func thresholdOf(th map[string]Threshold, typ string) (Threshold, bool) {
+	if t, ok := th[typ]; ok && t.Required > 0 {
+		return t, true
+	}
+	t, ok := Thresholds[typ]
+	return t, ok
 }
 
 // pitfallKey returns the first 40 normalised characters of Area and Issue.
@@ -151,6 +166,13 @@ type Result struct {
 // the promote-threshold multiplier of a type (nil: 1). The incoming
 // observations are not modified.
 func Observe(log *manifest.Log, incoming []*manifest.Observation, now time.Time, mult func(typ string) float64) Result {
+	return ObserveWith(log, incoming, now, mult, nil)
+}
+
+// ObserveWith is Observe with the promotion rules th (learnwatch.yaml's
+// learn.thresholds; nil: Thresholds): a sighting's confidence counts
+// towards th's required, and promotion uses th's promote and spread days.
+func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.Time, mult func(typ string) float64, th map[string]Threshold) Result {
 	var res Result
 	res.IDs = []string{}
 	stamp := now.UTC().Format(time.RFC3339)
@@ -190,8 +212,8 @@ func Observe(log *manifest.Log, incoming []*manifest.Observation, now time.Time,
 			}
 		}
 		if target != nil {
-			merge(target, in, stamp)
-			if target.Status == manifest.Observing && Ready(target, m(target.Type)) {
+			merge(target, in, stamp, th)
+			if target.Status == manifest.Observing && ReadyWith(target, m(target.Type), th) {
 				target.Status = manifest.Ready
 				res.Promoted = append(res.Promoted, target.ID)
 			}
@@ -209,7 +231,7 @@ func Observe(log *manifest.Log, incoming []*manifest.Observation, now time.Time,
 		o.Status = manifest.Observing
 		o.Evidence = mergeEvidence(nil, in.Evidence)
 		o.ArtifactPath, o.DeprecatedAt = "", ""
-		if Ready(o, m(o.Type)) {
+		if ReadyWith(o, m(o.Type), th) {
 			o.Status = manifest.Ready
 			res.Promoted = append(res.Promoted, o.ID)
 		}
@@ -242,9 +264,10 @@ func freeID(log *manifest.Log, id string) string {
 	}
 }
 
-func merge(o, in *manifest.Observation, stamp string) {
+func merge(o, in *manifest.Observation, stamp string, th map[string]Threshold) {
 	o.Observations++
-	o.Confidence = Confidence(o.Type, o.Observations)
+	t, _ := thresholdOf(th, o.Type)
+	o.Confidence = confidence(t, o.Observations)
 	o.Evidence = mergeEvidence(o.Evidence, in.Evidence)
 	o.LastSeen = stamp
 	if in.QualityOK {

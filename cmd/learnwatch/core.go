@@ -98,7 +98,7 @@ func observe(a *app, root string, cfg config.Config, in []*manifest.Observation)
 		if err != nil {
 			return err
 		}
-		res = lifecycle.Observe(log, in, now(), mult)
+		res = lifecycle.ObserveWith(log, in, now(), mult, lifecycle.ThresholdsFrom(cfg.Learn.Thresholds))
 		if log.Changed() || !log.Exists && len(log.Lines) > 0 {
 			return manifest.WriteLog(p.Log, log)
 		}
@@ -192,6 +192,7 @@ func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Resul
 
 func newIndexCmd(a *app) *cobra.Command {
 	var budget int
+	var role string
 	cmd := &cobra.Command{
 		Use:   "index",
 		Short: "Print the compact, ranked knowledge index an agent gets at session start",
@@ -200,14 +201,20 @@ func newIndexCmd(a *app) *cobra.Command {
 			if budget < 0 {
 				return exitcode.Bad("--budget must not be negative, got %d", budget)
 			}
+			if err := checkRole(role); err != nil {
+				return err
+			}
 			root, cfg, err := a.setup()
 			if err != nil {
 				return err
 			}
 			if budget == 0 {
 				budget = cfg.Index.Budget
+				if role != "" {
+					budget = cfg.Learn.Budgets.For(role)
+				}
 			}
-			res, err := buildIndex(a, root, cfg, budget, nil)
+			res, err := buildIndexFor(a, root, cfg, budget, nil, role)
 			if err != nil {
 				return err
 			}
@@ -215,18 +222,25 @@ func newIndexCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().IntVar(&budget, "budget", 0, "token budget (4 characters a token; default from config, 800)")
+	cmd.Flags().StringVar(&role, "role", "", "the consumer role: 800 tokens for an adversarial role (auditor, judge, sentinel), 500 for others")
 	return cmd
 }
 
 // buildIndex loads the knowledge entries, scores them and fits the budget.
 // log is the learning log when the caller has it in memory, else nil.
 func buildIndex(a *app, root string, cfg config.Config, budget int, log *manifest.Log) (index.Result, error) {
+	return buildIndexFor(a, root, cfg, budget, log, "")
+}
+
+// buildIndexFor is buildIndex for a consumer role (named in the header; the
+// evidence tags leave out "via" that role).
+func buildIndexFor(a *app, root string, cfg config.Config, budget int, log *manifest.Log, role string) (index.Result, error) {
 	entries, err := index.Load(root)
 	if err != nil {
 		return index.Result{}, err
 	}
-	entries, avoid := rankEntries(a, root, cfg, entries, log)
-	return index.Build(entries, avoid, budget, minIndexScore), nil
+	entries, avoid := rankEntriesFor(a, root, cfg, entries, log, role)
+	return index.BuildWith(entries, avoid, index.Options{Budget: budget, MinScore: minIndexScore, Role: role}), nil
 }
 
 // countBy returns counts of observations by a key, in sorted key order.

@@ -111,17 +111,36 @@ func loadCandidates(a *app, root string) ([]learn.Candidate, error) {
 	if err != nil {
 		usage = &manifest.Usage{}
 	}
+	cfg, err := config.Load(root)
+	if err != nil {
+		cfg = config.Default()
+	}
+	opts := staleness.OptionsFor(cfg.Staleness)
 	out := make([]learn.Candidate, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, candidateOf(e, log, usage))
+		c := candidateOf(e, log, usage)
+		// The files an entry references: a verdict's changed files make it
+		// relevant.
+		for _, r := range staleness.ExtractMarkdown([]byte(e.Text), opts) {
+			c.Refs = append(c.Refs, r.Path)
+		}
+		out = append(out, c)
 	}
+	return append(out, observationCandidates(log)...), nil
+}
+
+// observationCandidates lists the log's workflow and procedural
+// observations as learning candidates (their pattern is what an AVOID line
+// names).
+func observationCandidates(log *manifest.Log) []learn.Candidate {
+	var out []learn.Candidate
 	for _, o := range log.Observations() {
 		if o.Type == manifest.Workflow || o.Type == manifest.Procedural {
 			out = append(out, learn.Candidate{ID: o.ID, Type: o.Type, Title: o.Pattern, Status: o.Status,
 				BaseScore: o.Confidence, Pattern: o.Pattern, Text: o.Pattern + "\n" + o.Details})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // candidateOf turns an index entry into a ranking candidate: its base
@@ -155,12 +174,19 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage) learn.
 // maturity, recency, context boost) and returns them with their scores,
 // plus the anti-pattern lines.
 func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log) ([]index.Entry, []string) {
+	return rankEntriesFor(a, root, cfg, entries, log, "")
+}
+
+// rankEntriesFor is rankEntries for a consumer role: each entry also gets
+// its evidence tags (learn.EvidenceTags).
+func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log, role string) ([]index.Entry, []string) {
 	evs, _, err := journal.ReadFeedback(root)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
 	}
 	n := now()
-	stats := learn.Fold(evs, n)
+	params := learn.ParamsFrom(cfg.Learn)
+	stats := learn.FoldWith(evs, n, params)
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
 	}
@@ -176,7 +202,7 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 			cands[i].Refs = append(cands[i].Refs, r.Path)
 		}
 	}
-	ranked := learn.Rank(cands, stats, n, changedFiles(a, root))
+	ranked := learn.RankWith(cands, stats, n, changedFiles(a, root), params)
 	score := map[string]float64{}
 	for _, r := range ranked {
 		score[r.ID] = r.Score
@@ -185,13 +211,16 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 	for _, e := range entries {
 		if s, ok := score[e.ID]; ok {
 			e.Score = s
+			e.Tags = learn.EvidenceTags(stats[e.ID], role)
 		} else {
 			e.Score = 0 // dropped by the ranking (deprecated or decayed)
 		}
 		out = append(out, e)
 	}
 	var avoid []string
-	for _, ap := range learn.AntiPatterns(stats, cands) {
+	// Observations are anti-pattern candidates too: an AVOID line names the
+	// observation's pattern, not its id.
+	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log)...)) {
 		avoid = append(avoid, ap.Text)
 	}
 	return out, avoid

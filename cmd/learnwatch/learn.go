@@ -88,11 +88,14 @@ func (a *app) warnSkipped(root, file string, corrupt int) {
 }
 
 // refreshPolicy recomputes the overlays after new feedback (the caller holds
-// the learning lock). A failure is a warning: the feedback is recorded.
-func (a *app) refreshPolicy(root string, t time.Time) {
-	if _, err := journal.RefreshPolicyLocked(root, t); err != nil {
+// the learning lock) and returns the new policy. A failure is a warning: the
+// feedback is recorded.
+func (a *app) refreshPolicy(root string, t time.Time) learn.Policy {
+	p, err := journal.RefreshPolicyLocked(root, t)
+	if err != nil {
 		a.log.Warn("could not refresh the learning policy", "err", err)
 	}
+	return p
 }
 
 // stdinExamples shows, per command that reads JSON from stdin, how to pipe
@@ -169,6 +172,10 @@ nothing written.`,
 				Feedback   int      `json:"feedback"`
 				Cited      []string `json:"cited"`
 				Repaired   bool     `json:"repaired,omitempty"`
+				// PolicyDiff is what this run changed in the policy overlays.
+				PolicyDiff []learn.OverlayChange `json:"policy_diff"`
+				// Retries is the suggested retry budget per type the run touched.
+				Retries map[string]int `json:"suggested_retries"`
 			}
 			err = a.withLearningLock(root, cfg, func() error {
 				outs, err := a.readOutcomes(root)
@@ -180,7 +187,8 @@ nothing written.`,
 					if err != nil {
 						return err
 					}
-					o.ErrorCount, o.ErrorCountSet = learn.UnresolvedCount(errs, o.RunID), true
+					// Every error the run accumulated, resolved ones included.
+					o.ErrorCount, o.ErrorCountSet = learn.BuildErrorStats(errs, o.RunID).Total, true
 				}
 				res.Score, res.Verdict = learn.ImplicitScore(o)
 				fb := learn.OutcomeEvents(o, res.Score, entries, o.TS)
@@ -207,7 +215,10 @@ nothing written.`,
 				for _, e := range fb {
 					res.Cited = append(res.Cited, e.Target)
 				}
-				a.refreshPolicy(root, t)
+				prev, _ := journal.LoadPolicy(root)
+				next := a.refreshPolicy(root, t)
+				res.PolicyDiff = learn.PolicyDiff(prev, next)
+				res.Retries = learn.RunRetryBudgets(next, o, fb)
 				return nil
 			})
 			if err != nil {
@@ -223,6 +234,16 @@ nothing written.`,
 					fmt.Fprint(w, " (outcome was already recorded; its missing feedback was added)")
 				}
 				fmt.Fprintln(w)
+				for _, c := range res.PolicyDiff {
+					fmt.Fprintf(w, "Policy: %s threshold ×%.2f → ×%.2f", c.Type, c.Before, c.After)
+					if c.ApprovalAfter != c.ApprovalBefore {
+						fmt.Fprintf(w, ", approval required: %v → %v", c.ApprovalBefore, c.ApprovalAfter)
+					}
+					fmt.Fprintf(w, " (%s)\n", c.Reason)
+				}
+				for _, typ := range slices.Sorted(maps.Keys(res.Retries)) {
+					fmt.Fprintf(w, "Suggested retries for %s: %d\n", typ, res.Retries[typ])
+				}
 			})
 		},
 	}
@@ -235,9 +256,9 @@ func newErrorID() string {
 }
 
 func newOutcomeErrorCmd(a *app) *cobra.Command {
-	var run, typ, msg string
+	var run, typ, msg, tool, context, stack string
 	cmd := &cobra.Command{
-		Use:   "error --run ID --type TYPE --message TEXT",
+		Use:   "error --run ID --type TYPE --message TEXT [--tool T] [--context TEXT] [--stack TEXT]",
 		Short: "Accumulate an error of a run (validation|timeout|conflict|tool_failure|unknown)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
@@ -251,11 +272,13 @@ func newOutcomeErrorCmd(a *app) *cobra.Command {
 			if !slices.Contains(learn.ErrorTypes, typ) {
 				return exitcode.Bad("--type: must be one of %s, got %q", strings.Join(learn.ErrorTypes, ", "), typ)
 			}
-			msg = strings.Join(strings.Fields(strings.ReplaceAll(msg, "\x00", " ")), " ")
-			if msg == "" {
-				return exitcode.Bad("--message: a message is required")
+			e, err := learn.CleanRunError(learn.RunError{ID: newErrorID(), RunID: run, Type: typ, Message: msg,
+				Tool: tool, Context: context, Stack: stack, TS: now()})
+			if fe, ok := err.(*learn.FieldError); ok {
+				return exitcode.Bad("--%s: %s", fe.Field, fe.Msg)
+			} else if err != nil {
+				return exitcode.Bad("%v", err)
 			}
-			e := learn.RunError{ID: newErrorID(), RunID: run, Type: typ, Message: msg, TS: now()}
 			if err := journal.AppendError(root, e); err != nil {
 				return err
 			}
@@ -265,6 +288,9 @@ func newOutcomeErrorCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&run, "run", "", "run id")
 	cmd.Flags().StringVar(&typ, "type", "unknown", "error type: "+strings.Join(learn.ErrorTypes, "|"))
 	cmd.Flags().StringVar(&msg, "message", "", "what went wrong")
+	cmd.Flags().StringVar(&tool, "tool", "", "the tool that failed (typecheck, go test, …)")
+	cmd.Flags().StringVar(&context, "context", "", "what was being done when it failed")
+	cmd.Flags().StringVar(&stack, "stack", "", "a stack trace (kept with its lines)")
 	return cmd
 }
 
@@ -332,13 +358,40 @@ func newOutcomeErrorsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc := learn.BuildRetryContext(errs, run)
-			return a.emit(rc, func(w io.Writer) {
-				fmt.Fprintf(w, "Run %s: %d unresolved error(s), %d resolved.\n", run, rc.Unresolved, rc.Resolved)
+			res := struct {
+				learn.RetryContext
+				Stats learn.ErrorStats `json:"stats"`
+			}{learn.BuildRetryContext(errs, run), learn.BuildErrorStats(errs, run)}
+			rc := res.RetryContext
+			return a.emit(res, func(w io.Writer) {
+				fmt.Fprintf(w, "Run %s: %d unresolved error(s), %d resolved, %d in total", run, rc.Unresolved, rc.Resolved, res.Stats.Total)
+				for i, typ := range slices.Sorted(maps.Keys(res.Stats.ByType)) {
+					sep := ", "
+					if i == 0 {
+						sep = " ("
+					}
+					fmt.Fprintf(w, "%s%s %d", sep, typ, res.Stats.ByType[typ])
+				}
+				if len(res.Stats.ByType) > 0 {
+					fmt.Fprint(w, ")")
+				}
+				fmt.Fprintln(w, ".")
 				for _, g := range rc.Groups {
 					fmt.Fprintf(w, "%s (%d):\n", g.Type, g.Count)
 					for _, e := range g.Errors {
 						fmt.Fprintf(w, "  - %s: %s\n", e.ID, e.Message)
+						if e.Tool != "" {
+							fmt.Fprintf(w, "    tool: %s\n", e.Tool)
+						}
+						if e.Context != "" {
+							fmt.Fprintf(w, "    context: %s\n", e.Context)
+						}
+						if e.Stack != "" {
+							fmt.Fprintln(w, "    stack:")
+							for _, l := range strings.Split(e.Stack, "\n") {
+								fmt.Fprintf(w, "      %s\n", l)
+							}
+						}
 					}
 				}
 			})
@@ -359,10 +412,11 @@ func newVerdictCmd(a *app) *cobra.Command {
 		Short: "Record a validator verdict read from stdin as JSON",
 		Long: `Reads one JSON object on stdin:
   {"run_id": "…", "verdict": "PASS"|"FAIL", "role": "…", "evidence_level": 1|2|3,
-   "false_positives": ["text", …], "cited": ["ADR-001", …]}
+   "false_positives": ["text", …], "cited": ["ADR-001", …], "files": ["src/x.go", …]}
 Each false-positive text is matched to a knowledge entry and penalised (1.5 for
-a role listed in learn.high_confidence_roles, else 1.0). A PASS reinforces the
-cited entries when the evidence level is 1 or 2.`,
+a role listed in learn.high_confidence_roles — default sentinel, inspector —
+else 1.0). A PASS with evidence level 1 or 2 reinforces the cited entries and
+those relevant to the files, and ages every other entry one step.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			root, cfg, err := a.setup()
@@ -388,17 +442,21 @@ cited entries when the evidence level is 1 or 2.`,
 				Verdict     string   `json:"verdict"`
 				Penalised   []string `json:"penalised"`
 				Reinforced  []string `json:"reinforced"`
+				Aged        []string `json:"aged"`
 				Unmatched   []string `json:"unmatched"`
 				Regressions []string `json:"regressions"`
-			}{RunID: v.RunID, Verdict: "FAIL", Penalised: []string{}, Reinforced: []string{}, Unmatched: []string{}, Regressions: []string{}}
+			}{RunID: v.RunID, Verdict: "FAIL", Penalised: []string{}, Reinforced: []string{}, Aged: []string{}, Unmatched: []string{}, Regressions: []string{}}
 			if v.Pass {
 				res.Verdict = "PASS"
 			}
 			res.Unmatched = append(res.Unmatched, unmatched...)
 			for _, e := range evs {
-				if e.Kind == learn.KindFalsePositive {
+				switch e.Kind {
+				case learn.KindFalsePositive:
 					res.Penalised = append(res.Penalised, e.Target)
-				} else {
+				case learn.KindAged:
+					res.Aged = append(res.Aged, e.Target)
+				default:
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
@@ -410,7 +468,7 @@ cited entries when the evidence level is 1 or 2.`,
 				if err := journal.AppendFeedback(root, evs...); err != nil {
 					return err
 				}
-				stats := learn.Fold(append(slices.Clip(old), evs...), t)
+				stats := learn.FoldWith(append(slices.Clip(old), evs...), t, learn.ParamsFrom(cfg.Learn))
 				for _, id := range res.Penalised {
 					if stats[id].Regression {
 						res.Regressions = append(res.Regressions, id)
@@ -425,7 +483,7 @@ cited entries when the evidence level is 1 or 2.`,
 				return err
 			}
 			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "Recorded %s verdict for run %s: %d penalised, %d reinforced\n", res.Verdict, res.RunID, len(res.Penalised), len(res.Reinforced))
+				fmt.Fprintf(w, "Recorded %s verdict for run %s: %d penalised, %d reinforced, %d aged\n", res.Verdict, res.RunID, len(res.Penalised), len(res.Reinforced), len(res.Aged))
 				for _, u := range res.Unmatched {
 					fmt.Fprintf(w, "  no entry matches false positive %q\n", u)
 				}
@@ -477,7 +535,8 @@ func (a *app) manual(id string, value float64, reason, action string, check func
 		if err != nil {
 			return err
 		}
-		before := learn.Fold(evs, t)[id]
+		params := learn.ParamsFrom(cfg.Learn)
+		before := learn.FoldWith(evs, t, params)[id]
 		if before.Target == "" {
 			before.Level, _ = learn.Maturity(before)
 		}
@@ -488,7 +547,7 @@ func (a *app) manual(id string, value float64, reason, action string, check func
 		if err := journal.AppendFeedback(root, e); err != nil {
 			return err
 		}
-		after := learn.Fold(append(slices.Clip(evs), e), t)[id]
+		after := learn.FoldWith(append(slices.Clip(evs), e), t, params)[id]
 		res.Previous, res.Level = before.Level, after.Level
 		return nil
 	})
@@ -662,7 +721,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 		return a.emit(v, func(w io.Writer) { printPolicy(w, v) })
 	}
 	cmd := &cobra.Command{
-		Use:   "policy [show|reset TYPE|refresh]",
+		Use:   "policy [show|reset TYPE|relax TYPE --reason TEXT|refresh]",
 		Short: "Show the adaptive render policy (overlays per artifact type)",
 		Args:  cobra.NoArgs,
 		RunE:  show,
@@ -673,6 +732,7 @@ func newPolicyCmd(a *app) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  show,
 	})
+	cmd.AddCommand(newPolicyRelaxCmd(a))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "refresh",
 		Short: "Recompute the overlays from the feedback (overlays only tighten)",
@@ -735,7 +795,7 @@ func newReportCmd(a *app) *cobra.Command {
 		Short: "Learning report: strongest/weakest types, failure patterns, overlays, maturity, decay",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			root, _, err := a.setup()
+			root, cfg, err := a.setup()
 			if err != nil {
 				return err
 			}
@@ -757,7 +817,7 @@ func newReportCmd(a *app) *cobra.Command {
 			if err != nil {
 				return exitcode.Wrap(exitcode.BadInput, err)
 			}
-			r := learn.BuildReport(learn.Fold(evs, t), learn.Tally(evs, p.Resets), outs, p, a.candidates(root), t)
+			r := learn.BuildReport(learn.FoldWith(evs, t, learn.ParamsFrom(cfg.Learn)), learn.Tally(evs, p.Resets), outs, p, a.candidates(root), t)
 			if format == "json" {
 				a.jsonOut = true
 			}
