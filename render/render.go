@@ -19,6 +19,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Capacity is the number of active entries a knowledge file takes at most.
@@ -62,8 +63,10 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
 		return Result{Rendered: []Rendered{}}, nil
+	} else if err != nil {
+		return Result{}, err
 	}
 	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
 	if err != nil {
@@ -147,7 +150,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 			}
 			registered[rel] = true
 			abs := filepath.Join(st.Paths.Root, filepath.FromSlash(rel))
-			if existing, err := os.ReadFile(abs); err != nil || string(existing) != string(content) {
+			if existing, err := safefs.ReadFile(abs, safefs.MaxKnowledge); err != nil || string(existing) != string(content) {
 				if err := manifest.WriteFile(abs, content, 0o644); err != nil {
 					return res, err
 				}
@@ -175,9 +178,19 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 				}
 				var err error
 				if kf, err = openKnowledge(st.Paths, path, kind); err != nil {
-					return res, err
+					if !manifest.IsRefused(err) && !safefs.IsRefused(err) {
+						return res, err
+					}
+					// A planted symlink or special file is refused for
+					// this file only: the other targets still render.
+					kf = &knowledgeFile{path: path, kind: kind, refused: err}
 				}
 				knowledge[path] = kf
+			}
+			if kf.refused != nil {
+				res.Skipped++
+				res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: kf.refused.Error()})
+				continue
 			}
 			sec, skip, err := kf.add(o, entry)
 			if err != nil {
@@ -257,7 +270,7 @@ func crashRendered(root string, o *manifest.Observation, now time.Time, register
 	if err != nil || registered[rel] {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
 	return err == nil
 }
 
@@ -303,7 +316,7 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		if err != nil {
 			continue // a symlinked directory leading out: try another name
 		}
-		existing, err := os.ReadFile(abs)
+		existing, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 		if errors.Is(err, os.ErrNotExist) || (err == nil && string(existing) == string(content)) {
 			return rel, content, nil
 		}
@@ -340,6 +353,7 @@ type knowledgeFile struct {
 	path, kind string
 	src        []byte
 	changed    bool
+	refused    error // the file was refused (symlink, not regular, too big)
 
 	// Caches over src, valid for one render under the knowledge lock (only
 	// this render changes the file meanwhile): the parsed sections, and the
@@ -390,7 +404,10 @@ func openKnowledge(p manifest.Paths, path, kind string) (*knowledgeFile, error) 
 	if _, _, err := manifest.Resolve(p.Root, path); err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(path)
+	src, err := safefs.ReadFile(path, safefs.MaxKnowledge)
+	if safefs.IsRefused(err) {
+		return nil, err
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
