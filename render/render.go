@@ -54,6 +54,10 @@ type Result struct {
 	Skipped  int        `json:"skipped"`
 	Skips    []Skip     `json:"skips,omitempty"`
 	Wrote    []string   `json:"-"`
+	// Refused says why knowledge files were refused (a symlink, a special
+	// file, too big); the observations for them were skipped, others
+	// rendered.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Run renders every ready observation of the repository at root, under the
@@ -184,6 +188,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 					// A planted symlink or special file is refused for
 					// this file only: the other targets still render.
 					kf = &knowledgeFile{path: path, kind: kind, refused: err}
+					res.Refused = append(res.Refused, err.Error())
 				}
 				knowledge[path] = kf
 			}

@@ -2,8 +2,18 @@
 
 package safefs
 
-import "syscall"
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
 
 // noFollow makes an open refuse a symlink as its last component and never
 // block on a FIFO.
 const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// ownedByMe reports whether fi belongs to the current user.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

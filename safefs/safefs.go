@@ -303,3 +303,24 @@ func OpenLockFile(path string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// OpenOwned opens a file named by the agent rather than found in the
+// repository, such as a session transcript: the last component is not
+// followed, a FIFO never blocks the open, and the file must be a regular
+// file owned by the current user (where ownership is known).
+func OpenOwned(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, refuseOpenErr(path, err)
+	}
+	fi, err := checkOpen(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !ownedByMe(fi) {
+		f.Close()
+		return nil, &RefusedError{Path: path, Reason: "is not owned by the current user"}
+	}
+	return f, nil
+}

@@ -114,7 +114,7 @@ func newRenderCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(res, func(w io.Writer) {
+			if err := a.emit(res, func(w io.Writer) {
 				if len(res.Rendered) == 0 && res.Skipped == 0 {
 					fmt.Fprintln(w, "render: nothing ready")
 				}
@@ -128,7 +128,10 @@ func newRenderCmd(a *app) *cobra.Command {
 				for _, s := range res.Skips {
 					fmt.Fprintf(w, "skipped %s: %s\n", s.ID, s.Reason)
 				}
-			})
+			}); err != nil || len(res.Refused) == 0 {
+				return err
+			}
+			return exitcode.Bad("%s", strings.Join(res.Refused, "; "))
 		},
 	}
 }
