@@ -308,6 +308,7 @@ func artifactPath(e manifest.Entry) string {
 // behind as a duplicate).
 func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registered map[string]bool) (string, []byte, error) {
 	slug := markdown.Slug(o.Pattern)
+	var refused error // why the last name was refused
 	for n := 1; n < 1000; n++ {
 		s := slug
 		if n > 1 {
@@ -319,6 +320,7 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		}
 		abs, _, err := manifest.Resolve(root, rel)
 		if err != nil {
+			refused = err
 			continue // a symlinked directory leading out: try another name
 		}
 		existing, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
@@ -328,6 +330,9 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		if err == nil && !registered[rel] && bytes.Equal(withoutEvidence(existing), withoutEvidence(content)) {
 			return rel, content, nil
 		}
+	}
+	if refused != nil {
+		return "", nil, fmt.Errorf("render %s: no file name for slug %q that is not refused: %w", o.ID, slug, refused)
 	}
 	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
 }

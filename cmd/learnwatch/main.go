@@ -72,7 +72,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.Is(err, manifest.ErrCorruptManifest) || errors.Is(err, manifest.ErrCorruptUsage) {
 		code = exitcode.BadInput // a file that does not parse is bad input
 	}
-	if code == exitcode.IO && safefs.IsRefused(err) {
+	if code == exitcode.IO && (safefs.IsRefused(err) || manifest.IsRefused(err)) {
 		code = exitcode.BadInput // a refused path (symlink, special file, too big) is bad input
 	}
 	var silent *silentError
