@@ -51,13 +51,13 @@ type Skip struct {
 // Result of a render run.
 type Result struct {
 	Rendered []Rendered `json:"rendered"`
-	Skipped  int        `json:"skipped"`
-	Skips    []Skip     `json:"skips,omitempty"`
-	Wrote    []string   `json:"-"`
 	// Refused says why knowledge files were refused (a symlink, a special
 	// file, too big); the observations for them were skipped, others
 	// rendered.
 	Refused []string `json:"refused,omitempty"`
+	Skipped  int        `json:"skipped"`
+	Skips    []Skip     `json:"skips,omitempty"`
+	Wrote    []string   `json:"-"`
 }
 
 // Run renders every ready observation of the repository at root, under the
