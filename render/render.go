@@ -50,11 +50,12 @@ type Skip struct {
 
 // Result of a render run.
 type Result struct {
-	Rendered []Rendered `json:"rendered"`
 	// Refused says why knowledge files were refused (a symlink, a special
 	// file, too big); the observations for them were skipped, others
 	// rendered.
 	Refused []string `json:"refused,omitempty"`
+
+	Rendered []Rendered `json:"rendered"`
 	Skipped  int        `json:"skipped"`
 	Skips    []Skip     `json:"skips,omitempty"`
 	Wrote    []string   `json:"-"`
