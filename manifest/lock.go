@@ -129,10 +129,11 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 // that was killed, and is taken over at once instead of after StaleAfter.
 func ownerPath(lock string) string { return lock + ".owner" }
 
-// The owner file is written through the atomic writer (a rename replaces
-// the name, never writes through a symlink) and read only when it is a
+// The owner file is created with O_CREAT|O_EXCL|O_NOFOLLOW after a
+// leftover regular owner file is removed, and read only when it is a
 // regular file of bounded size; a planted owner file that is anything else
-// is ignored and left alone.
+// (a symlink, dangling or not, a FIFO) is never written, read or removed,
+// and the lock works without it.
 func writeOwner(lock string) {
 	fi, err := os.Lstat(lock)
 	if err != nil || !fi.IsDir() {
@@ -140,7 +141,9 @@ func writeOwner(lock string) {
 	}
 	host, _ := os.Hostname()
 	line := fmt.Sprintf("%d %s %d\n", os.Getpid(), host, inode(fi))
-	_ = WriteFile(ownerPath(lock), []byte(line), 0o644)
+	if safefs.Remove(ownerPath(lock)) == nil {
+		_ = safefs.CreateExclusive(ownerPath(lock), []byte(line), 0o644)
+	}
 }
 
 func ownerDead(lock string, fi os.FileInfo) bool {
