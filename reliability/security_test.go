@@ -283,6 +283,13 @@ func securityRun(t *testing.T, tmpl string, sc securityCase) {
 		}
 	}
 	must(t, root, args("hooks", "install"))
+	for _, h := range []string{"pre-commit", "post-checkout"} {
+		// The hooks call this binary by its path: the git entry points
+		// below really run it.
+		if b, err := os.ReadFile(filepath.Join(root, ".git", "hooks", h)); err != nil || !strings.Contains(string(b), binary(t)) {
+			t.Fatalf("the %s hook does not call %s: %v\n%s", h, binary(t), err, b)
+		}
+	}
 	sc.plant(t, root, outside)
 	for _, g := range [][]string{{"add", "-A"}, {"commit", "-q", "--no-verify", "-m", "planted"}} {
 		if r := gitRun(t, root, g...); r.code != 0 {
@@ -331,6 +338,9 @@ func securityRun(t *testing.T, tmpl string, sc securityCase) {
 			t.Errorf("a hook failed closed: %s", r)
 		case r.code != 0 && !strings.Contains(out, sc.name) && !strings.Contains(out, filepath.Base(sc.name)):
 			t.Errorf("failed without naming the refused %s: %s", sc.name, r)
+		}
+		if strings.Contains(out, "binary not found") {
+			t.Errorf("the git hook did not run learnwatch: %s", r)
 		}
 		if strings.Contains(out, secretMarker) {
 			t.Errorf("the secret reached the output: %s", r)
