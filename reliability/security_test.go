@@ -381,3 +381,52 @@ func diffStates(a, b map[string]string) []string {
 	}
 	return out
 }
+
+// The agent names the transcript: a FIFO, /dev/zero, a directory or a
+// symlink there never hangs or feeds the Stop hook (or cite --transcript);
+// the hook exits 0 at once with a message naming the path, cite exits 2.
+func TestReliabilitySecurityTranscript(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root := filepath.Join(base, "repo")
+	writeFile(t, filepath.Join(root, ".memory", "learning-log.jsonl"), validA+"\n")
+	secret := filepath.Join(base, "secret.jsonl")
+	writeFile(t, secret, `{"role":"assistant","content":"ADR-001 `+secretMarker+`"}`+"\n")
+	fifo := filepath.Join(base, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes: %v", err)
+	}
+	link := filepath.Join(base, "link.jsonl")
+	os.Symlink(secret, link)
+	zeroLink := filepath.Join(base, "zero.jsonl")
+	os.Symlink("/dev/zero", zeroLink)
+	for _, tr := range []string{fifo, "/dev/zero", zeroLink, link, base} {
+		stdin := fmt.Sprintf(`{"hook_event_name":"Stop","session_id":"s1","transcript_path":%q,"cwd":%q}`, tr, root)
+		for _, c := range []call{
+			{args: []string{"hook", "stop"}, stdin: stdin, timeout: 2 * hookDeadline},
+			{args: []string{"cite", "--transcript", tr}, timeout: 2 * hookDeadline},
+		} {
+			r := run(t, root, c)
+			hook := c.args[0] == "hook"
+			switch {
+			case r.timedOut || r.dur > hookDeadline:
+				t.Errorf("%s: did not finish within %s: %s", tr, hookDeadline, r)
+			case hook && r.code != 0:
+				t.Errorf("%s: the Stop hook must exit 0: %s", tr, r)
+			case !hook && r.code != 2:
+				t.Errorf("%s: cite must exit 2: %s", tr, r)
+			case !strings.Contains(r.stderr, tr):
+				t.Errorf("%s: the message does not name the transcript: %s", tr, r)
+			}
+			if strings.Contains(r.stdout+r.stderr, secretMarker) {
+				t.Errorf("%s: the secret reached the output: %s", tr, r)
+			}
+		}
+	}
+	if found := secretsIn(root); len(found) > 0 {
+		t.Errorf("the secret was copied into the work tree: %v", found)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, ".memory", ".knowledge-usage.json")); err == nil && strings.Contains(string(b), "ADR-001") {
+		t.Errorf("a refused transcript was counted: %s", b)
+	}
+}
