@@ -11,8 +11,8 @@ import (
 
 // Size caps on reads. A file larger than its cap is refused.
 const (
-	MaxConfig    = 1 << 20   // config.yaml, the policy and other small state files
-	MaxState     = 32 << 20  // the manifest, usage file, watch state, citation offsets
+	MaxConfig    = 1 << 20   // learnwatch.yaml, the kept stamp, the agent's settings
+	MaxState     = 32 << 20  // the manifest, usage file, policy, watch state, citation offsets, backups
 	MaxJournal   = 256 << 20 // the learning log and the append-only journals
 	MaxKnowledge = 16 << 20  // one knowledge (ADR/PF) or rendered Markdown file
 	MaxSmall     = 4 << 10   // lock owner and pid files
