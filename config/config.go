@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // FileName is the config file's path relative to the repository root.
@@ -119,7 +121,7 @@ func Default() Config {
 func Load(root string) (Config, error) {
 	c := Default()
 	path := filepath.Join(root, FileName)
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxConfig) // regular file, no symlink, at most 1 MiB
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
 	}

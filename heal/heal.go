@@ -27,6 +27,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Options configure a reconcile run.
@@ -138,9 +139,11 @@ func Load(root string) (*State, error) {
 			st.Refused[rel] = err
 			continue
 		}
-		b, err := os.ReadFile(path)
+		b, err := safefs.ReadFile(path, safefs.MaxKnowledge)
 		if err == nil {
 			st.Knowledge[rel] = b
+		} else if safefs.IsRefused(err) {
+			st.Refused[rel] = err // a planted symlink or special file: this file only
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
@@ -155,10 +158,12 @@ func Load(root string) (*State, error) {
 		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
 			return
 		}
-		b, err := os.ReadFile(abs)
+		b, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 		switch {
 		case err == nil:
 			st.Files[rel] = b
+		case safefs.IsRefused(err):
+			st.Refused[p] = err
 		case errors.Is(err, os.ErrNotExist):
 			st.Missing[rel] = true
 		default:
@@ -429,8 +434,10 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
 		return Result{}, nil
+	} else if err != nil {
+		return Result{}, err
 	}
 	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
 	if err != nil {
@@ -514,7 +521,9 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 // keepCorrupt copies a file that did not parse to <path>.corrupt-<time>
 // before it is rebuilt: nothing is ever lost.
 func keepCorrupt(path string, why error, how string, res *Result) error {
-	b, err := os.ReadFile(path)
+	// Only a regular file is ever backed up: safefs refuses a symlink, so
+	// a link's target is never copied into the work tree.
+	b, err := safefs.ReadFile(path, safefs.MaxState)
 	if err != nil {
 		return nil // gone meanwhile: nothing to keep
 	}
@@ -523,7 +532,7 @@ func keepCorrupt(path string, why error, how string, res *Result) error {
 	stamp := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
 	backup := stamp
 	for n := 2; ; n++ {
-		old, err := os.ReadFile(backup)
+		old, err := safefs.ReadFile(backup, safefs.MaxState)
 		if errors.Is(err, os.ErrNotExist) {
 			if err := manifest.WriteFile(backup, b, 0o644); err != nil {
 				return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // citeRE matches a knowledge ID: ADR-NNN or PF-NNN (three or more digits),
@@ -45,14 +46,16 @@ func Citations(r io.Reader) (map[string]int, error) {
 // of bytes consumed. With partial false a last line without a newline is
 // left unconsumed (the agent may still be writing it).
 func scan(r io.Reader, counts map[string]int, partial bool) (int64, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(io.LimitReader(r, MaxTranscriptScan), 64<<10)
 	seen := map[string]bool{} // message id + "\x00" + cited id
 	var n int64
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 && (err == nil || partial) {
-			countLine(line, counts, seen)
-			n += int64(len(line))
+		line, m, err := readLine(br, MaxTranscriptLine)
+		if m > 0 && (err == nil || partial) {
+			if line != nil {
+				countLine(line, counts, seen)
+			}
+			n += m
 		}
 		if err == io.EOF {
 			return n, nil
@@ -60,6 +63,38 @@ func scan(r io.Reader, counts map[string]int, partial bool) (int64, error) {
 		if err != nil {
 			return n, fmt.Errorf("read transcript: %w", err)
 		}
+	}
+}
+
+// Bounds on one scan of a transcript. A line longer than MaxTranscriptLine
+// is skipped unread (it is consumed, never parsed); one scan reads at most
+// MaxTranscriptScan bytes, and the remembered offset lets the next scan go
+// on from there.
+const (
+	MaxTranscriptLine = 8 << 20
+	MaxTranscriptScan = 64 << 20
+)
+
+// readLine reads one line, its '\n' included, and how many bytes it
+// consumed. A line longer than max is consumed whole but returned as nil.
+func readLine(br *bufio.Reader, max int) (line []byte, n int64, err error) {
+	over := false
+	for {
+		frag, err := br.ReadSlice('\n')
+		n += int64(len(frag))
+		if !over && len(line)+len(frag) > max {
+			over, line = true, nil
+		}
+		if !over {
+			line = append(line, frag...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if over {
+			return nil, n, err
+		}
+		return line, n, err
 	}
 }
 
@@ -213,7 +248,9 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	if session == "" {
 		session = "file:" + abs
 	}
-	f, err := os.Open(abs)
+	// The path comes from the hook input: never a symlink, a FIFO or a
+	// device, only a regular file of the current user.
+	f, err := safefs.OpenOwned(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}
@@ -269,7 +306,7 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 }
 
 func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*manifest.Lock, error) {
-	if err := os.MkdirAll(p.Memory, 0o755); err != nil {
+	if err := safefs.MkdirAll(p.Memory); err != nil {
 		return nil, fmt.Errorf("create %s: %w", p.Memory, err)
 	}
 	return manifest.AcquireLock(ctx, p.LearningLock, timeout)
@@ -277,7 +314,7 @@ func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*
 
 func readOffsets(path string) (*offsets, error) {
 	o := &offsets{Version: 1, Sessions: map[string]sessionOffset{}}
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return o, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // SettingsFile is the agent's project settings file, relative to the root.
@@ -57,19 +58,22 @@ type settings struct {
 func loadSettings(root string) (*settings, error) {
 	path := filepath.Join(root, SettingsFile)
 	s := &settings{path: path, perm: 0o644, top: newObject(), hooks: newObject()}
-	// A symlinked settings file (a dotfiles setup) is edited where it points.
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		s.path = real
+	// The settings of a cloned repository are untrusted: a symlinked
+	// .claude directory or settings file could lead into the user-wide
+	// settings or anywhere else, so neither is followed. The file is read
+	// only when it is a regular file of bounded size.
+	if err := checkSettingsPath(root); err != nil {
+		return nil, err
 	}
-	data, err := os.ReadFile(s.path)
+	data, err := safefs.ReadFile(s.path, safefs.MaxConfig)
 	if errors.Is(err, os.ErrNotExist) {
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read agent settings: %w", err)
+		return nil, &FileError{Path: s.path, Err: err}
 	}
 	s.exists = true
-	if fi, err := os.Stat(s.path); err == nil {
+	if fi, err := os.Lstat(s.path); err == nil {
 		s.perm = fi.Mode().Perm()
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -88,6 +92,21 @@ func loadSettings(root string) (*settings, error) {
 		s.hooks = h
 	}
 	return s, nil
+}
+
+// checkSettingsPath refuses a .claude that is not a real directory and a
+// settings file that is not a regular file (a symlink above all, dangling
+// or not); missing ones are fine.
+func checkSettingsPath(root string) error {
+	dir := filepath.Join(root, filepath.Dir(filepath.FromSlash(SettingsFile)))
+	if fi, err := os.Lstat(dir); err == nil && (fi.Mode()&os.ModeSymlink != 0 || !fi.IsDir()) {
+		return &FileError{Path: dir, Err: &safefs.RefusedError{Path: dir, Reason: "is a symlink or not a directory; agent settings are never written through a link"}}
+	}
+	path := filepath.Join(root, filepath.FromSlash(SettingsFile))
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return &FileError{Path: path, Err: &safefs.RefusedError{Path: path, Reason: "is a symlink or not a regular file; agent settings are never written through a link"}}
+	}
+	return nil
 }
 
 // groups returns the matcher groups of one hook event.
@@ -186,6 +205,9 @@ func (s *settings) save() error {
 	if s.top.len() == 0 {
 		if !s.exists {
 			return nil
+		}
+		if err := checkSettingsPath(filepath.Dir(filepath.Dir(s.path))); err != nil {
+			return err
 		}
 		if err := os.Remove(s.path); err != nil {
 			return fmt.Errorf("remove empty agent settings: %w", err)

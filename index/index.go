@@ -13,6 +13,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // CharsPerToken is the token estimate of DESIGN.md §6.
@@ -49,7 +50,7 @@ func Load(root string) ([]Entry, error) {
 		if _, _, err := manifest.Resolve(root, filepath.ToSlash(rel)); err != nil {
 			return nil, err
 		}
-		src, err := os.ReadFile(path)
+		src, err := safefs.ReadFile(path, safefs.MaxKnowledge)
 		if os.IsNotExist(err) {
 			continue
 		}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // File names under .memory/.
@@ -60,7 +61,7 @@ func appendLines(path string, lines [][]byte) error {
 
 // endsWithNewline reports whether path is missing, empty or ends in '\n'.
 func endsWithNewline(path string) bool {
-	f, err := os.Open(path)
+	f, err := safefs.Open(path)
 	if err != nil {
 		return true
 	}
@@ -81,7 +82,7 @@ func endsWithNewline(path string) bool {
 // numbers. grow, when not nil, is first told how many lines there are at
 // most, so callers can size their slices once.
 func readLines(path string, grow func(n int), fn func(line []byte) error) (corrupt []CorruptLine, err error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxJournal)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -2,10 +2,10 @@ package journal
 
 import (
 	"encoding/json"
-	"os"
 	"time"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // KeptFile records when "kept" events were last appended. DESIGN.md §6
@@ -24,7 +24,7 @@ type keptStamp struct {
 // to be recorded: no kept events were recorded on now's UTC day yet. A
 // missing or unreadable stamp means due (the worst case is one extra batch).
 func KeptDue(root string, now time.Time) bool {
-	b, err := os.ReadFile(Path(root, KeptFile))
+	b, err := safefs.ReadFile(Path(root, KeptFile), safefs.MaxConfig)
 	if err != nil {
 		return true
 	}

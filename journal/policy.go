@@ -12,13 +12,14 @@ import (
 
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // LoadPolicy reads .memory/learning-policy.json. A missing or empty file is
 // the empty policy; a file that does not parse is an error naming it.
 func LoadPolicy(root string) (learn.Policy, error) {
 	path := Path(root, PolicyFile)
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return learn.Policy{}, nil
 	}
@@ -43,7 +44,7 @@ func SavePolicy(root string, p learn.Policy) error {
 	path := Path(root, PolicyFile)
 	doc := map[string]json.RawMessage{}
 	oldOverlays := map[string]map[string]json.RawMessage{}
-	if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
+	if data, err := safefs.ReadFile(path, safefs.MaxState); err == nil && len(bytes.TrimSpace(data)) > 0 {
 		if err := json.Unmarshal(data, &doc); err != nil {
 			return fmt.Errorf("parse %s (not replacing it): %w", path, err)
 		}
@@ -108,7 +109,7 @@ func rawFields(v any) (map[string]json.RawMessage, error) {
 // It must not be called while this process holds the learning lock (use
 // LoadPolicy/SavePolicy there).
 func UpdatePolicy(ctx context.Context, root string, timeout time.Duration, fn func(learn.Policy) (learn.Policy, error)) (learn.Policy, error) {
-	if err := os.MkdirAll(Path(root, ""), 0o755); err != nil {
+	if err := safefs.MkdirAll(Path(root, "")); err != nil {
 		return learn.Policy{}, fmt.Errorf("create %s: %w", Path(root, ""), err)
 	}
 	lock, err := manifest.AcquireLock(ctx, LockPath(root), timeout)

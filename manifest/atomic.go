@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // tempInfix names WriteFile's temp files: ".<name>.tmp-<random hex>".
@@ -16,8 +17,12 @@ const tempInfix = ".tmp-"
 
 // RemoveStaleTemps deletes WriteFile's temp files in dir that are older
 // than age: a process killed mid-write leaves one behind. The age bound
-// keeps the temp file of a write still in progress safe.
+// keeps the temp file of a write still in progress safe. A dir that is not
+// a verified directory (a symlink under .memory) is left alone.
 func RemoveStaleTemps(dir string, age time.Duration) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || safefs.CheckDir(dir) != nil {
+		return
+	}
 	matches, _ := filepath.Glob(filepath.Join(dir, ".*"+tempInfix+"*"))
 	for _, m := range matches {
 		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age {
@@ -30,10 +35,17 @@ func RemoveStaleTemps(dir string, age time.Duration) {
 // file created with O_EXCL in the same directory, which is fsynced, renamed
 // over path, and the directory fsynced. A reader sees either the old file or
 // the new one, never a mix; a crash leaves at most a stray temp file.
+//
+// Under the memory directory the directories must be real (package
+// safefs); an existing path that is not a regular file (a symlink, FIFO,
+// device) is refused and left as it is.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create directory %s: %w", dir, err)
+	if err := safefs.MkdirAll(dir); err != nil {
+		return err
+	}
+	if err := safefs.CheckRegular(path); err != nil {
+		return err
 	}
 	var f *os.File
 	var tmp string
@@ -42,6 +54,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		_, _ = rand.Read(b[:])
 		tmp = filepath.Join(dir, "."+filepath.Base(path)+tempInfix+hex.EncodeToString(b[:]))
 		var err error
+		// O_EXCL never follows a symlink: a planted name fails with EEXIST.
 		f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if err == nil {
 			break
@@ -77,16 +90,17 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // AppendLine appends one line (a trailing newline is added) to path with a
 // single write on an O_APPEND descriptor, then fsyncs. Used for the
-// append-only event files, where rewriting would be O(n).
+// append-only event files, where rewriting would be O(n). The file is
+// opened through safefs.OpenAppend: never through a symlink, regular only.
 func AppendLine(path string, line []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
 	if err := failpoint.Inject("append:" + filepath.Base(path)); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := safefs.OpenAppend(path)
 	if err != nil {
+		if safefs.IsRefused(err) {
+			return err
+		}
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	buf := make([]byte, 0, len(line)+1)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Lock directory names under .memory/, shared with the other tools that
@@ -69,7 +71,7 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := safefs.MkdirAll(filepath.Dir(path)); err != nil {
 		mu.Unlock()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -83,7 +85,14 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 			mu.Unlock()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		if fi, serr := os.Stat(path); serr == nil {
+		fi, serr := os.Lstat(path)
+		if serr == nil && !fi.IsDir() {
+			// A symlink or file planted under the lock's name is never
+			// followed, taken over or removed.
+			mu.Unlock()
+			return nil, fmt.Errorf("lock %s: %w", path, &safefs.RefusedError{Path: path, Reason: "is not a lock directory (a symlink or file is never followed or removed)"})
+		}
+		if serr == nil {
 			if time.Since(fi.ModTime()) > StaleAfter {
 				takeOver(path, nil)
 				continue
@@ -120,25 +129,32 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 // that was killed, and is taken over at once instead of after StaleAfter.
 func ownerPath(lock string) string { return lock + ".owner" }
 
+// The owner file is created with O_CREAT|O_EXCL|O_NOFOLLOW after a
+// leftover regular owner file is removed, and read only when it is a
+// regular file of bounded size; a planted owner file that is anything else
+// (a symlink, dangling or not, a FIFO) is never written, read or removed,
+// and the lock works without it.
 func writeOwner(lock string) {
-	fi, err := os.Stat(lock)
-	if err != nil {
+	fi, err := os.Lstat(lock)
+	if err != nil || !fi.IsDir() {
 		return
 	}
 	host, _ := os.Hostname()
 	line := fmt.Sprintf("%d %s %d\n", os.Getpid(), host, inode(fi))
-	_ = os.WriteFile(ownerPath(lock), []byte(line), 0o644)
+	if safefs.Remove(ownerPath(lock)) == nil {
+		_ = safefs.CreateExclusive(ownerPath(lock), []byte(line), 0o644)
+	}
 }
 
 func ownerDead(lock string, fi os.FileInfo) bool {
-	ofi, err := os.Stat(ownerPath(lock))
+	ofi, err := os.Lstat(ownerPath(lock))
 	// The owner file must be as fresh as the lock directory: a directory
 	// created later (another tool's lock, perhaps reusing the inode) is not
 	// the one the file describes.
-	if err != nil || fi.ModTime().After(ofi.ModTime().Add(time.Second)) {
+	if err != nil || !ofi.Mode().IsRegular() || fi.ModTime().After(ofi.ModTime().Add(time.Second)) {
 		return false
 	}
-	b, err := os.ReadFile(ownerPath(lock))
+	b, err := safefs.ReadFile(ownerPath(lock), safefs.MaxSmall)
 	if err != nil {
 		return false
 	}
@@ -165,7 +181,7 @@ func takeOver(path string, dead os.FileInfo) {
 	if err := os.Rename(path, aside); err != nil {
 		return
 	}
-	fi, err := os.Stat(aside)
+	fi, err := os.Lstat(aside)
 	fresh := err == nil && time.Since(fi.ModTime()) <= StaleAfter
 	if dead != nil {
 		fresh = err == nil && (inode(fi) != inode(dead) || fi.ModTime().After(dead.ModTime()))
@@ -174,7 +190,7 @@ func takeOver(path string, dead os.FileInfo) {
 		// We moved a lock another writer had just created: put it back
 		// (rename onto a missing name). If a third writer took the name in
 		// between, the moved lock is stale to its owner's heartbeat anyway.
-		if _, err := os.Stat(path); os.IsNotExist(err) {
+		if _, err := os.Lstat(path); os.IsNotExist(err) {
 			_ = os.Rename(aside, path)
 		}
 		return
@@ -192,8 +208,12 @@ func (l *Lock) heartbeat() {
 			return
 		case <-t.C:
 			now := time.Now()
-			_ = os.Chtimes(l.path, now, now)
-			_ = os.Chtimes(ownerPath(l.path), now, now)
+			if fi, err := os.Lstat(l.path); err == nil && fi.IsDir() {
+				_ = os.Chtimes(l.path, now, now)
+			}
+			if fi, err := os.Lstat(ownerPath(l.path)); err == nil && fi.Mode().IsRegular() {
+				_ = os.Chtimes(ownerPath(l.path), now, now)
+			}
 		}
 	}
 }
@@ -202,8 +222,8 @@ func (l *Lock) heartbeat() {
 func (l *Lock) Release() error {
 	close(l.stop)
 	<-l.done
-	_ = os.Remove(ownerPath(l.path))
-	err := os.Remove(l.path)
+	_ = safefs.Remove(ownerPath(l.path))
+	err := os.Remove(l.path) // a directory we created; Remove never follows a symlink
 	l.mu.Unlock()
 	if err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("release lock %s: %w", l.path, err)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Observation types and statuses (DESIGN.md §1).
@@ -344,7 +346,7 @@ func parseLine(raw []byte) *Line {
 // ReadLog reads the log at path. A missing file is an empty log with Exists
 // false.
 func ReadLog(path string) (*Log, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxJournal)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Log{}, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // backupPath names a dated backup next to the log that does not exist yet.
@@ -60,7 +62,7 @@ func Purge(p Paths, now time.Time) (int, string, error) {
 // returns the number of lines backed up and the backup path. The caller
 // holds the learning lock.
 func Clear(p Paths, now time.Time) (int, string, error) {
-	data, err := os.ReadFile(p.Log)
+	data, err := safefs.ReadFile(p.Log, safefs.MaxJournal)
 	if os.IsNotExist(err) {
 		return 0, "", nil
 	}

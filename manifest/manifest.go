@@ -8,6 +8,8 @@ import (
 	"maps"
 	"os"
 	"slices"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Entry registers one rendered artifact.
@@ -132,7 +134,7 @@ var ErrCorruptManifest = errors.New("manifest is not valid JSON")
 // (exists false); a file that does not parse gives an empty manifest and an
 // error wrapping ErrCorruptManifest, so callers can heal and say so.
 func ReadManifest(path string) (m *Manifest, exists bool, err error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Manifest{SchemaVersion: 1}, false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/learnwatch/learnwatch/safefs"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ type Notifications struct {
 // empty one. A file that is not a JSON object is an error wrapping
 // ErrCorruptNotifications (the caller leaves such a file alone).
 func ReadNotifications(path string) (*Notifications, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Notifications{vals: map[string]json.RawMessage{}}, nil
 	}

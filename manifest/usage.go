@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Usage is .knowledge-usage.json: citation counts per ADR/PF id. Entries and
@@ -28,7 +30,7 @@ func NewUsage() *Usage {
 // ReadUsage reads the usage file; a missing file is an empty usage.
 func ReadUsage(path string) (*Usage, error) {
 	u := &Usage{Version: 1, Entries: map[string]map[string]json.RawMessage{}}
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return u, nil
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Capacity is the number of active entries a knowledge file takes at most.
@@ -51,6 +52,11 @@ type Skip struct {
 
 // Result of a render run.
 type Result struct {
+	// Refused says why knowledge files were refused (a symlink, a special
+	// file, too big); the observations for them were skipped, others
+	// rendered.
+	Refused []string `json:"refused,omitempty"`
+
 	Rendered []Rendered `json:"rendered"`
 	Skipped  int        `json:"skipped"`
 	Skips    []Skip     `json:"skips,omitempty"`
@@ -71,8 +77,10 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
 		return Result{Rendered: []Rendered{}}, nil
+	} else if err != nil {
+		return Result{}, err
 	}
 	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
 	if err != nil {
@@ -162,7 +170,7 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 			}
 			registered[rel] = true
 			abs := filepath.Join(st.Paths.Root, filepath.FromSlash(rel))
-			if existing, err := os.ReadFile(abs); err != nil || string(existing) != string(content) {
+			if existing, err := safefs.ReadFile(abs, safefs.MaxKnowledge); err != nil || string(existing) != string(content) {
 				if err := manifest.WriteFile(abs, content, 0o644); err != nil {
 					return res, err
 				}
@@ -190,9 +198,20 @@ func Apply(ctx context.Context, st *State, opts Options) (Result, error) {
 				}
 				var err error
 				if kf, err = openKnowledge(st.Paths, path, kind); err != nil {
-					return res, err
+					if !manifest.IsRefused(err) && !safefs.IsRefused(err) {
+						return res, err
+					}
+					// A planted symlink or special file is refused for
+					// this file only: the other targets still render.
+					kf = &knowledgeFile{path: path, kind: kind, refused: err}
+					res.Refused = append(res.Refused, err.Error())
 				}
 				knowledge[path] = kf
+			}
+			if kf.refused != nil {
+				res.Skipped++
+				res.Skips = append(res.Skips, Skip{ID: o.ID, Reason: kf.refused.Error()})
+				continue
 			}
 			sec, skip, err := kf.add(o, entry)
 			if err != nil {
@@ -283,7 +302,7 @@ func crashRendered(root string, o *manifest.Observation, now time.Time, register
 	if err != nil || registered[rel] {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+	_, err = os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
 	return err == nil
 }
 
@@ -324,6 +343,7 @@ func artifactPath(e manifest.Entry) string {
 // same pattern (see generatedFor).
 func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registered map[string]bool) (string, []byte, error) {
 	slug := markdown.Slug(o.Pattern)
+	var refused error // why the last name was refused
 	for n := 1; n < 1000; n++ {
 		s := slug
 		if n > 1 {
@@ -335,9 +355,10 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		}
 		abs, _, err := manifest.Resolve(root, rel)
 		if err != nil {
+			refused = err
 			continue // a symlinked directory leading out: try another name
 		}
-		existing, err := os.ReadFile(abs)
+		existing, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 		if errors.Is(err, os.ErrNotExist) || (err == nil && bytes.Equal(markdown.WithoutMarker(existing), markdown.WithoutMarker(content))) {
 			return rel, content, nil
 		}
@@ -347,6 +368,9 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 		if err == nil && !registered[rel] && generatedFor(existing, o.Pattern) {
 			return rel, content, nil
 		}
+	}
+	if refused != nil {
+		return "", nil, fmt.Errorf("render %s: no file name for slug %q that is not refused: %w", o.ID, slug, refused)
 	}
 	return "", nil, fmt.Errorf("render %s: no free file name for slug %q", o.ID, slug)
 }
@@ -397,6 +421,7 @@ type knowledgeFile struct {
 	path, kind string
 	src        []byte
 	changed    bool
+	refused    error // the file was refused (symlink, not regular, too big)
 
 	// Caches over src, valid for one render under the knowledge lock (only
 	// this render changes the file meanwhile): the parsed sections, and the
@@ -451,7 +476,10 @@ func openKnowledge(p manifest.Paths, path, kind string) (*knowledgeFile, error) 
 	if _, _, err := manifest.Resolve(p.Root, path); err != nil {
 		return nil, err
 	}
-	src, err := os.ReadFile(path)
+	src, err := safefs.ReadFile(path, safefs.MaxKnowledge)
+	if safefs.IsRefused(err) {
+		return nil, err
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

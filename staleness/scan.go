@@ -9,6 +9,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // ReasonPrefix starts the staleReason Mark writes (DESIGN.md §5).
@@ -91,7 +92,7 @@ func readKnowledge(root, file string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("staleness: %w", err)
 	}
-	src, err := os.ReadFile(abs)
+	src, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

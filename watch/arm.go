@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // targets is what the watcher cares about: the directories to watch and the
@@ -102,7 +103,7 @@ func (w *watcher) computeTargets() targets {
 // that field: the watcher needs nothing else, and the manifest of 10,000
 // artifacts is re-read after every reconcile that changed it.
 func manifestPaths(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefs.ReadFile(path, safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

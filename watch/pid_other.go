@@ -4,6 +4,7 @@ package watch
 
 import (
 	"fmt"
+	"github.com/learnwatch/learnwatch/safefs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,7 +25,7 @@ type pidLock struct {
 // acquirePIDFile takes the pid file with O_EXCL; a leftover file must be
 // removed by hand on these platforms.
 func acquirePIDFile(memDir string) (*pidLock, error) {
-	if err := os.MkdirAll(memDir, 0o755); err != nil {
+	if err := safefs.MkdirAll(memDir); err != nil {
 		return nil, fmt.Errorf("create %s: %w", memDir, err)
 	}
 	path := filepath.Join(memDir, pidFile)
@@ -43,4 +44,4 @@ func acquirePIDFile(memDir string) (*pidLock, error) {
 	return &pidLock{path: path, pid: os.Getpid()}, nil
 }
 
-func (l *pidLock) release() { _ = os.Remove(l.path) }
+func (l *pidLock) release() { _ = safefs.Remove(l.path) }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/learnwatch/learnwatch/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,12 +46,14 @@ type pidLock struct {
 // dies, so the file a killed watcher left behind is simply taken over;
 // where flock is unavailable, the recorded pid's liveness decides.
 func acquirePIDFile(memDir string) (*pidLock, error) {
-	if err := os.MkdirAll(memDir, 0o755); err != nil {
+	if err := safefs.MkdirAll(memDir); err != nil {
 		return nil, fmt.Errorf("create %s: %w", memDir, err)
 	}
 	path := filepath.Join(memDir, pidFile)
 	for attempt := 0; ; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		// Never through a symlink, never truncated before it is known to
+		// be a regular file this process has locked.
+		f, err := safefs.OpenLockFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
@@ -70,7 +73,7 @@ func acquirePIDFile(memDir string) (*pidLock, error) {
 		// The previous owner may have removed the file between our open
 		// and our lock: make sure we hold the file that is at path now.
 		fi1, err1 := f.Stat()
-		fi2, err2 := os.Stat(path)
+		fi2, err2 := os.Lstat(path)
 		if err1 != nil || err2 != nil || !os.SameFile(fi1, fi2) {
 			f.Close()
 			if attempt > 10 {
@@ -94,6 +97,6 @@ func acquirePIDFile(memDir string) (*pidLock, error) {
 // release removes the pid file (still holding the lock, so no other
 // watcher can be holding it) and unlocks.
 func (l *pidLock) release() {
-	_ = os.Remove(l.path)
+	_ = safefs.Remove(l.path)
 	_ = l.f.Close()
 }

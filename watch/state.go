@@ -11,6 +11,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // File names under .memory/.
@@ -63,7 +64,7 @@ func ReadState(root string) (st State, running bool, err error) {
 	if pid, ok := readPID(filepath.Join(mem, pidFile)); ok {
 		running = alive(pid)
 	}
-	data, err := os.ReadFile(filepath.Join(mem, stateFile))
+	data, err := safefs.ReadFile(filepath.Join(mem, stateFile), safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {
 		return State{}, running, nil
 	}
@@ -79,7 +80,7 @@ func ReadState(root string) (st State, running bool, err error) {
 // writeState publishes w.state. It never creates .memory: if the directory
 // was moved away, recreating it would block moving it back.
 func (w *watcher) writeState() {
-	if fi, err := os.Stat(w.paths.Memory); err != nil || !fi.IsDir() {
+	if fi, err := os.Lstat(w.paths.Memory); err != nil || !fi.IsDir() || safefs.CheckDir(w.paths.Memory) != nil {
 		return
 	}
 	b, err := json.MarshalIndent(w.state, "", "  ")
@@ -95,7 +96,7 @@ func (w *watcher) writeState() {
 }
 
 func readPID(path string) (int, bool) {
-	b, err := os.ReadFile(path)
+	b, err := safefs.ReadFile(path, safefs.MaxSmall)
 	if err != nil {
 		return 0, false
 	}

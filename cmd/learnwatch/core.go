@@ -121,7 +121,7 @@ func newRenderCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.emit(res, func(w io.Writer) {
+			if err := a.emit(res, func(w io.Writer) {
 				if len(res.Rendered) == 0 && res.Skipped == 0 {
 					fmt.Fprintln(w, "render: nothing ready")
 				}
@@ -138,7 +138,10 @@ func newRenderCmd(a *app) *cobra.Command {
 				for _, m := range res.Warnings {
 					fmt.Fprintf(w, "warning: %s\n", m)
 				}
-			})
+			}); err != nil || len(res.Refused) == 0 {
+				return err
+			}
+			return exitcode.Bad("%s", strings.Join(res.Refused, "; "))
 		},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // app is the state shared by every command: global flags and I/O.
@@ -73,6 +74,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := exitcode.Of(err)
 	if errors.Is(err, manifest.ErrCorruptManifest) || errors.Is(err, manifest.ErrCorruptUsage) {
 		code = exitcode.BadInput // a file that does not parse is bad input
+	}
+	if code == exitcode.IO && (safefs.IsRefused(err) || manifest.IsRefused(err)) {
+		code = exitcode.BadInput // a refused path (symlink, special file, too big) is bad input
 	}
 	var silent *silentError
 	if !errors.As(err, &silent) {
