@@ -46,7 +46,7 @@ func TestLoadActiveOnly(t *testing.T) {
 
 // Build fits the budget on whole lines: whatever the budget, the text is an
 // exact sequence of headers, entry lines, the omitted note and the footer,
-// within the budget as soon as more than one entry is shown.
+// always within the budget.
 func TestBuildBudget(t *testing.T) {
 	var entries []Entry
 	for i := 1; i <= 30; i++ {
@@ -58,7 +58,7 @@ func TestBuildBudget(t *testing.T) {
 	}
 	for budget := 5; budget <= 400; budget += 7 {
 		r := Build(entries, nil, budget, 0.1)
-		if len(r.Entries) > 1 && r.Tokens > budget {
+		if r.Tokens > budget {
 			t.Errorf("budget %d: %d tokens for %d entries", budget, r.Tokens, len(r.Entries))
 		}
 		if r.Tokens != Tokens(r.Text) {
@@ -72,7 +72,7 @@ func TestBuildBudget(t *testing.T) {
 			}
 		}
 		for _, l := range strings.Split(r.Text, "\n") {
-			if !allowed[l] && !strings.HasPrefix(l, "Decisions (") && !strings.HasPrefix(l, "Pitfalls (") && !strings.HasSuffix(l, "left out to fit the budget)") {
+			if !allowed[l] && r.Text != "" && !strings.HasPrefix(l, "Decisions (") && !strings.HasPrefix(l, "Pitfalls (") && !strings.HasSuffix(l, "left out to fit the budget)") {
 				t.Errorf("budget %d: unexpected (cut?) line %q", budget, l)
 			}
 		}
