@@ -97,3 +97,44 @@ func FuzzSanitise(f *testing.F) {
 		check(t, in, max%200, multiline)
 	})
 }
+
+func TestWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b)
+	in := "ok \x1b[2J\u202eevil\u200b\tline\n日本" // the last rune arrives split
+	raw := []byte(in)
+	w.Write(raw[:len(raw)-2])
+	w.Write(raw[len(raw)-2:])
+	w.Write([]byte("\xff end\r\n"))
+	if got, want := b.String(), "ok [2Jevil line\n日本\ufffd end\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func FuzzWriter(f *testing.F) {
+	f.Add([]byte("a\x1b[1mb\u202e\nc"), 3)
+	f.Fuzz(func(t *testing.T, p []byte, cut int) {
+		var b strings.Builder
+		w := NewWriter(&b)
+		if cut < 0 {
+			cut = -cut
+		}
+		cut %= len(p) + 1
+		w.Write(p[:cut])
+		w.Write(p[cut:])
+		out := b.String()
+		if !utf8.ValidString(out) {
+			t.Fatalf("invalid UTF-8 %q", out)
+		}
+		for _, r := range out {
+			if r != '\n' && Forbidden(r) {
+				t.Fatalf("forbidden %U in %q", r, out)
+			}
+		}
+		var whole strings.Builder
+		NewWriter(&whole).Write(p)
+		if whole.String() != out {
+			t.Fatalf("split write %q differs from whole %q", out, whole.String())
+		}
+	})
+}

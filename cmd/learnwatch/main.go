@@ -21,6 +21,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // app is the state shared by every command: global flags and I/O.
@@ -60,6 +61,9 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Everything printed passes the terminal filter: repository text can
+	// carry escape sequences and invisible characters (textsafe).
+	stdout, stderr = textsafe.NewWriter(stdout), textsafe.NewWriter(stderr)
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx}
 	root := newRootCmd(a)
 	root.SetArgs(args)
