@@ -25,6 +25,10 @@ type Config struct {
 	Index     Index     `yaml:"index"`
 	Learn     Learn     `yaml:"learn"`
 	Lock      Lock      `yaml:"lock"`
+
+	// Warnings says which settings Load clamped to their safe range
+	// (Clamp); callers print them on stderr.
+	Warnings []string `yaml:"-"`
 }
 
 // Staleness configures §5 reference extraction.
@@ -125,6 +129,7 @@ func Load(root string) (Config, error) {
 	if err := yaml.Unmarshal(data, &c); err != nil {
 		return Default(), fmt.Errorf("parse %s: %w", path, err)
 	}
+	c.Warnings = c.Clamp()
 	if len(c.Staleness.Extensions) == 0 {
 		c.Staleness.Extensions = append([]string(nil), DefaultExtensions...)
 	}

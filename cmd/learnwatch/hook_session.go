@@ -70,6 +70,7 @@ func (a *app) hookConfig(root string) config.Config {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (using defaults)\n", err)
 		cfg = config.Default()
 	}
+	a.warnConfig(cfg)
 	if cfg.Lock.Timeout.Duration > hookLockTimeout {
 		cfg.Lock.Timeout.Duration = hookLockTimeout
 	}

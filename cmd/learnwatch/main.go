@@ -178,7 +178,15 @@ func (a *app) config(root string) (config.Config, error) {
 	if err != nil {
 		return c, exitcode.Wrap(exitcode.BadInput, err)
 	}
+	a.warnConfig(c)
 	return c, nil
+}
+
+// warnConfig prints the settings Load clamped to their safe range.
+func (a *app) warnConfig(c config.Config) {
+	for _, w := range c.Warnings {
+		fmt.Fprintf(a.stderr, "learnwatch: %s\n", w)
+	}
 }
 
 // emit prints v as one JSON object with --json, else calls human.
