@@ -5,6 +5,8 @@
 // LEARNWATCH_FAILPOINT=name=enospc the step fails with "no space left on device"
 // LEARNWATCH_FAILPOINT=name=error  the step fails with a generic error
 // LEARNWATCH_FAILPOINT=name=trace  the step goes on, "failpoint: name" on stderr
+// LEARNWATCH_FAILPOINT=name=hang   the step never returns (like a parser stuck
+//                                  on hostile input: no context is checked)
 //
 // The reliability harness lists the points a command reaches with *=trace.
 //
@@ -22,6 +24,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 var (
@@ -76,6 +79,10 @@ func Inject(name string) error {
 		return syscall.ENOSPC
 	case "error":
 		return errors.New("failpoint " + name)
+	case "hang":
+		for {
+			time.Sleep(time.Hour)
+		}
 	default:
 		p, _ := os.FindProcess(os.Getpid())
 		_ = p.Signal(syscall.SIGKILL)

@@ -111,6 +111,19 @@ func TestWriter(t *testing.T) {
 	}
 }
 
+func TestWriterClose(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(&b)
+	w.Write([]byte("before\n"))
+	w.Close()
+	if n, err := w.Write([]byte("after\n")); n != 6 || err != nil {
+		t.Fatalf("%d %v", n, err)
+	}
+	if b.String() != "before\n" {
+		t.Fatalf("%q", b.String())
+	}
+}
+
 func FuzzWriter(f *testing.F) {
 	f.Add([]byte("a\x1b[1mb\u202e\nc"), 3)
 	f.Fuzz(func(t *testing.T, p []byte, cut int) {

@@ -16,8 +16,9 @@ import (
 type Writer struct {
 	mu   sync.Mutex
 	w    io.Writer
-	part []byte // an incomplete rune from the previous write
-	buf  []byte
+	part   []byte // an incomplete rune from the previous write
+	buf    []byte
+	closed bool
 }
 
 // NewWriter returns a Writer over w.
@@ -28,6 +29,9 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 func (sw *Writer) Write(p []byte) (int, error) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
+	if sw.closed {
+		return len(p), nil
+	}
 	in := p
 	if len(sw.part) > 0 {
 		in = append(append([]byte(nil), sw.part...), p...)
@@ -55,4 +59,14 @@ func (sw *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// Close waits for a write in progress and discards every later one, so
+// that output abandoned half-way (a hook past its deadline) is either whole
+// or absent. The underlying writer is not closed.
+func (sw *Writer) Close() error {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	sw.closed = true
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/deadline"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
@@ -153,7 +154,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(*cobra.Command, []string) error {
 			block := false
-			err := failOpen(a, "hook pre-commit", func() error {
+			finished := failOpen(a, "hook pre-commit", deadline.PreCommit, func() error {
 				root, err := a.root()
 				if err != nil {
 					return err
@@ -194,10 +195,12 @@ func newPreCommitHook(a *app) *cobra.Command {
 				}
 				return nil
 			})
-			if block {
+			// A pre-commit past its deadline fails open, even a blocking
+			// one: block is only read when the check finished.
+			if finished && block {
 				return exitSilently(exitcode.Problems)
 			}
-			return err
+			return nil
 		},
 	}
 }

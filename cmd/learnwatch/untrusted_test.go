@@ -4,9 +4,15 @@ package main
 // terminal and prompt injection through repository text.
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/learnwatch/learnwatch/textsafe"
@@ -56,5 +62,123 @@ func TestRepoTextNeverReachesTerminalRaw(t *testing.T) {
 	st := mustLW(t, root, "", "status")
 	if !strings.Contains(st.stdout, "invalid observations: 1") {
 		t.Errorf("the unsafe id is not counted as invalid:\n%s", st.stdout)
+	}
+}
+
+// hookEnv arms every hook's work to hang where no context is checked (as a
+// parser stuck on hostile input would) and sets a short deadline.
+var hookEnv = []string{"LEARNWATCH_FAILPOINT=hook:*=hang", "LEARNWATCH_HOOK_TIMEOUT=300ms"}
+
+// Every hook returns by its deadline, exit 0, with one line saying so, even
+// when its work never returns; a blocking pre-commit fails open too.
+func TestHookDeadlineFailsOpen(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "precommit:\n  block: true\n")
+	for _, hook := range []string{"session-start", "stop", "pre-commit", "post-checkout", "post-merge"} {
+		t.Run(hook, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			start := time.Now()
+			r := runLW(t, ctx, root, hookEnv, `{"cwd":"`+root+`","transcript_path":"`+root+`/t.jsonl"}`, "hook", hook)
+			el := time.Since(start)
+			if r.code != 0 || r.killed {
+				t.Fatalf("exit %d (killed %v)\n%s", r.code, r.killed, r.stderr)
+			}
+			if el > 2*time.Second { // deadline 300ms; process start-up is the rest
+				t.Fatalf("returned after %s", el)
+			}
+			want := "learnwatch hook " + hook + ": gave up after 300ms (the hook deadline; LEARNWATCH_HOOK_TIMEOUT sets it); nothing more done (ignored)\n"
+			if r.stderr != want {
+				t.Fatalf("stderr %q, want %q", r.stderr, want)
+			}
+			if r.stdout != "" {
+				t.Fatalf("stdout %q", r.stdout)
+			}
+		})
+	}
+}
+
+// SIGTERM ends a hook at once, exit 0, even when its work never returns.
+func TestHookSIGTERM(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "")
+	bin, err := exec.LookPath("learnwatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "hook", "session-start", "--root", root)
+	cmd.Env = append(os.Environ(), "LEARNWATCH_FAILPOINT=hook:*=hang") // default deadline: 5s
+	cmd.Stdin = strings.NewReader("{}")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, errb.String())
+		}
+	case <-time.After(3 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("SIGTERM ignored")
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("exited %s after SIGTERM", el)
+	}
+	if !strings.Contains(errb.String(), "hook session-start: stopped by a signal") {
+		t.Fatalf("stderr %q", errb.String())
+	}
+}
+
+// A hook abandoned past its deadline while holding the learning lock leaves
+// the files consistent, and the next command takes the lock over at once
+// (its owner file names a dead process).
+func TestHookDeadlineWhileHoldingLock(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".memory", "learning-log.jsonl"),
+		readyLine("obs_lint", "workflow", "Run the linter before pushing", "steps: lint"))
+	ren := jsonOut(t, mustLW(t, root, "", "render", "--json"))
+	arts := ren["rendered"].([]any)
+	if len(arts) != 1 {
+		t.Fatalf("render: %v", ren)
+	}
+	art := arts[0].(map[string]any)["path"].(string)
+	if err := os.Remove(filepath.Join(root, art)); err != nil {
+		t.Fatal(err)
+	}
+	logBefore, _ := os.ReadFile(filepath.Join(root, ".memory", "learning-log.jsonl"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := runLW(t, ctx, root, []string{"LEARNWATCH_FAILPOINT=write:learning-log.jsonl=hang", "LEARNWATCH_HOOK_TIMEOUT=500ms"}, "", "hook", "post-checkout")
+	if r.code != 0 || !strings.Contains(r.stderr, "gave up after 500ms") {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if logAfter, _ := os.ReadFile(filepath.Join(root, ".memory", "learning-log.jsonl")); !bytes.Equal(logBefore, logAfter) {
+		t.Fatalf("the log changed though its write never finished")
+	}
+	if _, err := os.Stat(filepath.Join(root, ".memory", ".learning.lock")); err != nil {
+		t.Fatalf("the abandoned hook's lock is not there: %v", err)
+	}
+	start := time.Now()
+	rec := jsonOut(t, mustLW(t, root, "", "reconcile", "--json"))
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("reconcile waited %s for the dead hook's lock", el)
+	}
+	if rec["deletions"] != float64(1) {
+		t.Fatalf("reconcile: %v", rec)
+	}
+	if probs := checkRepo(root, true); len(probs) > 0 {
+		t.Fatalf("inconsistent:\n  %s", strings.Join(probs, "\n  "))
 	}
 }
