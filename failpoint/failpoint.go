@@ -6,7 +6,8 @@
 // LEARNWATCH_FAILPOINT=name=error  the step fails with a generic error
 // LEARNWATCH_FAILPOINT=name=trace  the step goes on, "failpoint: name" on stderr
 // LEARNWATCH_FAILPOINT=name=hang   the step never returns (like a parser stuck
-//                                  on hostile input: no context is checked)
+//
+//	on hostile input: no context is checked)
 //
 // The reliability harness lists the points a command reaches with *=trace.
 //

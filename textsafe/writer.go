@@ -14,8 +14,8 @@ import (
 // dropping a format character inside a string leaves a valid string. Safe
 // for concurrent use.
 type Writer struct {
-	mu   sync.Mutex
-	w    io.Writer
+	mu     sync.Mutex
+	w      io.Writer
 	part   []byte // an incomplete rune from the previous write
 	buf    []byte
 	closed bool
