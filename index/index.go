@@ -65,6 +65,9 @@ func Load(root string) ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
+		if err := markdown.Check(src); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		for _, s := range markdown.Sections(src) {
 			if !s.Active() {
 				continue

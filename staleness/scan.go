@@ -98,6 +98,9 @@ func readKnowledge(root, file string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("staleness: read %s: %w", abs, err)
 	}
+	if err := markdown.Check(src); err != nil {
+		return nil, fmt.Errorf("staleness: %s: %w", abs, err)
+	}
 	return src, nil
 }
 

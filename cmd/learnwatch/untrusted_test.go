@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,5 +181,73 @@ func TestHookDeadlineWhileHoldingLock(t *testing.T) {
 	}
 	if probs := checkRepo(root, true); len(probs) > 0 {
 		t.Fatalf("inconsistent:\n  %s", strings.Join(probs, "\n  "))
+	}
+}
+
+// hostileKnowledge are knowledge files crafted to be slow: a 160 KB
+// nesting bomb (goldmark alone takes minutes on it) and 300,000 entries.
+func hostileKnowledge() map[string]string {
+	var b strings.Builder
+	b.WriteString("# Architectural Decisions\n\n## ADR-001: Bomb\n\n- **Status**: Accepted\n\n")
+	b.WriteString(strings.Repeat("- > ", (160<<10)/4) + "x\n")
+	bomb := b.String()
+	b.Reset()
+	b.WriteString("# Architectural Decisions\n\n")
+	for i := 1; i <= 300000; i++ {
+		fmt.Fprintf(&b, "## ADR-%03d: Decision %d about src/db.go\n\n- **Status**: Accepted\n\n", i, i)
+	}
+	return map[string]string{"nesting bomb": bomb, "300k sections": b.String()}
+}
+
+// The hostile knowledge files are answered by the session-start hook and
+// by the pre-commit hook of a real `git commit` well within the hook
+// deadline: the Markdown precheck refuses them before goldmark sees them.
+func TestHostileMarkdownHooksAnswerInTime(t *testing.T) {
+	for name, src := range hostileKnowledge() {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			git := func(args ...string) {
+				t.Helper()
+				cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+				cmd.Dir = root
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, out)
+				}
+			}
+			git("init", "-q", "-b", "main")
+			writeFile(t, filepath.Join(root, "src", "db.go"), "package db\n")
+			writeFile(t, filepath.Join(root, ".memory", "knowledge", "decisions.md"), src)
+			git("add", "-A")
+			git("commit", "-q", "-m", "init")
+			mustLW(t, root, "", "hooks", "install")
+
+			// session-start: default deadline 5 s; allowed 2×.
+			start := time.Now()
+			r := mustLW(t, root, `{"cwd":"`+root+`"}`, "hook", "session-start")
+			if el := time.Since(start); el > 10*time.Second {
+				t.Fatalf("session-start took %s", el)
+			}
+			if !strings.Contains(r.stderr, "markdown not parsed") || strings.Contains(r.stderr, "gave up") {
+				t.Fatalf("session-start stderr:\n%s", r.stderr)
+			}
+
+			// pre-commit through git: deadline 10 s; allowed 2×.
+			if err := os.Remove(filepath.Join(root, "src", "db.go")); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-am", "drop db")
+			cmd.Dir = root
+			start = time.Now()
+			out, err := cmd.CombinedOutput()
+			if el := time.Since(start); el > 20*time.Second {
+				t.Fatalf("git commit took %s", el)
+			}
+			if err != nil {
+				t.Fatalf("git commit: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "hook pre-commit") || !strings.Contains(string(out), "markdown not parsed") {
+				t.Fatalf("pre-commit output:\n%s", out)
+			}
+		})
 	}
 }
