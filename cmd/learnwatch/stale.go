@@ -164,7 +164,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rep, err := staleness.ScanTree(root, staleness.PreCommit, cfg.Staleness, log)
+				rep, err := staleness.ScanTreeContext(a.ctx, root, staleness.PreCommit, cfg.Staleness, log)
 				if err != nil {
 					return err
 				}
