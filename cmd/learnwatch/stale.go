@@ -14,6 +14,7 @@ import (
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 func init() {
@@ -119,6 +120,10 @@ func treeName(chk *staleness.Checker) string {
 	return "HEAD"
 }
 
+// cell is repository text in one cell of a table: one line (a path may
+// hold a newline or a tab), no control characters, at most 160 characters.
+func cell(s string) string { return textsafe.Line(s, 160) }
+
 // printFindings lists findings as an aligned table: entry, ref, reason.
 func printFindings(w io.Writer, findings []staleness.Finding) {
 	if len(findings) == 0 {
@@ -126,7 +131,7 @@ func printFindings(w io.Writer, findings []staleness.Finding) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, f := range findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.ID, f.Ref, describe(f))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(describe(f)))
 	}
 	tw.Flush()
 }
@@ -184,7 +189,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 					if f.RenamedTo != "" {
 						what = "renamed to " + f.RenamedTo
 					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.ID, f.Ref, what)
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(what))
 				}
 				tw.Flush()
 				if cfg.Precommit.Block {

@@ -251,3 +251,41 @@ func TestHostileMarkdownHooksAnswerInTime(t *testing.T) {
 		})
 	}
 }
+
+// A path in git may hold newlines, tabs and escapes: the pre-commit report
+// keeps each finding on its own line, so a file name cannot forge a line.
+func TestPreCommitPathCannotForgeLines(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(root, "src", "old.go"), "package old\n\nfunc A() {}\n")
+	writeFile(t, filepath.Join(root, ".memory", "knowledge", "decisions.md"),
+		"# Architectural Decisions\n\n## ADR-001: Keep A in src/old.go\n\n- **Status**: Accepted\n- **Context**: see `src/old.go`.\n")
+	git("add", "-A")
+	git("commit", "-q", "-m", "init")
+	forged := "src/x\n\x1b[32mlearnwatch: all clear\x1b[0m\n.go"
+	git("mv", "src/old.go", forged)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := runLW(t, ctx, root, nil, "", "hook", "pre-commit")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	assertPrintable(t, "pre-commit", r.stderr)
+	if !strings.Contains(r.stderr, "ADR-001") || !strings.Contains(r.stderr, "renamed to src/x [32mlearnwatch: all clear[0m .go") {
+		t.Fatalf("stderr:\n%s", r.stderr)
+	}
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if strings.HasPrefix(l, "learnwatch: all clear") || strings.HasPrefix(l, "[32mlearnwatch") {
+			t.Fatalf("a file name forged a line:\n%s", r.stderr)
+		}
+	}
+}
