@@ -64,6 +64,17 @@ func TestRepoTextNeverReachesTerminalRaw(t *testing.T) {
 	if !strings.Contains(st.stdout, "invalid observations: 1") {
 		t.Errorf("the unsafe id is not counted as invalid:\n%s", st.stdout)
 	}
+	// A field with a newline cannot forge a line of its own.
+	writeFile(t, filepath.Join(root, ".memory", "learning-log.jsonl"),
+		`{"id":"obs_forge","type":"workflow","pattern":"p\nFORGED pattern","status":"observing\nFORGED status","observations":1,"confidence":0.3,"evidence":[]}`+"\n")
+	for _, args := range [][]string{{"list"}, {"review"}} {
+		r := mustLW(t, root, "", args...)
+		for _, l := range strings.Split(r.stdout+r.stderr, "\n") {
+			if strings.HasPrefix(l, "FORGED") {
+				t.Errorf("%v: a field forged a line:\n%s", args, r.stdout)
+			}
+		}
+	}
 }
 
 // hookEnv arms every hook's work to hang where no context is checked (as a
