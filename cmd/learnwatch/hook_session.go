@@ -17,6 +17,7 @@ import (
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // hookLockTimeout bounds how long a hook waits for another writer: a hook
@@ -60,7 +61,7 @@ func failOpen(a *app, name string, def time.Duration, f func() error) (finished 
 		return false
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch %s: %s (ignored)\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+		fmt.Fprintf(a.stderr, "learnwatch %s: %s (ignored)\n", name, textsafe.Line(err.Error(), 2000))
 	}
 	return true
 }

@@ -77,7 +77,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var silent *silentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintf(stderr, "learnwatch: %v\n", err)
+		// One line, bounded: an error may quote repository content.
+		fmt.Fprintf(stderr, "learnwatch: %s\n", textsafe.Line(err.Error(), 2000))
 	}
 	return code
 }
