@@ -35,7 +35,7 @@ var (
 
 // Clamp holds every numeric setting of c to its safe range and returns one
 // warning per value it changed, naming the key, the value and what is used
-// instead. Values <= 0 are left for the defaults (Load applies them).
+// instead. Values <= 0 become 0, the default (Load applies it).
 func (c *Config) Clamp() []string {
 	var warn []string
 	BudgetRange.clamp(&c.Index.Budget, &warn)
@@ -49,6 +49,7 @@ func (c *Config) Clamp() []string {
 
 func (r IntRange) clamp(v *int, warn *[]string) {
 	if *v <= 0 {
+		*v = 0 // the default
 		return
 	}
 	to := min(max(*v, r.Min), r.Max)
@@ -60,6 +61,7 @@ func (r IntRange) clamp(v *int, warn *[]string) {
 
 func (r DurationRange) clamp(v *time.Duration, warn *[]string) {
 	if *v <= 0 {
+		*v = 0 // the default
 		return
 	}
 	to := min(max(*v, r.Min), r.Max)

@@ -42,6 +42,7 @@ func TestLoadClampsNumericSettings(t *testing.T) {
 		{"debounce too long", "watch:\n  debounce: 1000h\n", func(c Config) any { return c.Watch.Debounce.Duration }, 10 * time.Second, "watch.debounce"},
 		{"debounce too short", "watch:\n  debounce: 1ns\n", func(c Config) any { return c.Watch.Debounce.Duration }, 10 * time.Millisecond, "watch.debounce"},
 		{"max delay too long", "watch:\n  max_delay: 24h\n", func(c Config) any { return c.Watch.MaxDelay.Duration }, time.Minute, "watch.max_delay"},
+		{"negative max delay is the watcher default", "watch:\n  max_delay: -5s\n", func(c Config) any { return c.Watch.MaxDelay.Duration }, time.Duration(0), ""},
 		{"max delay unset stays 0 (watcher default)", "watch:\n  render: true\n", func(c Config) any { return c.Watch.MaxDelay.Duration }, time.Duration(0), ""},
 		{"rescan busy loop", "watch:\n  rescan: 1ms\n", func(c Config) any { return c.Watch.Rescan.Duration }, 5 * time.Second, "watch.rescan"},
 		{"rescan in range", "watch:\n  rescan: 2m\n", func(c Config) any { return c.Watch.Rescan.Duration }, 2 * time.Minute, ""},
@@ -80,4 +81,36 @@ func TestDefaultsInRange(t *testing.T) {
 	if w := c.Clamp(); len(w) != 0 {
 		t.Fatalf("defaults clamped: %q", w)
 	}
+}
+
+// FuzzLoadInRange: whatever the repository's file says, an accepted config
+// holds every numeric setting inside its safe range (0 only where 0 means
+// the watcher's default).
+func FuzzLoadInRange(f *testing.F) {
+	f.Add("index:\n  budget: 1000000000\nstaleness:\n  rename_depth: 100000000\n")
+	f.Add("watch:\n  debounce: 1ns\n  rescan: 100000h\n  max_delay: 1us\nlock:\n  timeout: 0s\n")
+	f.Add("index: {budget: -7}\n")
+	f.Add("watch:\n  max_delay: -5s\n")
+	f.Fuzz(func(t *testing.T, yaml string) {
+		root := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(root, ".memory"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, FileName), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(root)
+		if err != nil {
+			return
+		}
+		in := func(v, lo, hi int64) bool { return v >= lo && v <= hi }
+		d := func(r DurationRange, v time.Duration) bool { return in(int64(v), int64(r.Min), int64(r.Max)) }
+		if !in(int64(c.Index.Budget), int64(BudgetRange.Min), int64(BudgetRange.Max)) ||
+			!in(int64(c.Staleness.RenameDepth), int64(RenameDepthRange.Min), int64(RenameDepthRange.Max)) ||
+			!d(DebounceRange, c.Watch.Debounce.Duration) || !d(RescanRange, c.Watch.Rescan.Duration) ||
+			!d(LockTimeoutRange, c.Lock.Timeout.Duration) ||
+			(c.Watch.MaxDelay.Duration != 0 && !d(MaxDelayRange, c.Watch.MaxDelay.Duration)) {
+			t.Fatalf("out of range: %+v", c)
+		}
+	})
 }
