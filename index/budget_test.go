@@ -31,17 +31,17 @@ func TestBuildBudgetProperty(t *testing.T) {
 		// Repository text of any length: long statuses and areas, huge
 		// anti-pattern lines.
 		if rng.IntN(5) == 0 {
-			entries[rng.IntN(n)].Status = strings.Repeat("Accepted ", rng.IntN(3000))
+			entries[rng.IntN(n)].Status = strings.Repeat("Accepted ", rng.IntN(300))
 		}
 		if rng.IntN(5) == 0 {
-			entries[rng.IntN(n)].Area = strings.Repeat("src/", rng.IntN(3000))
+			entries[rng.IntN(n)].Area = strings.Repeat("src/", rng.IntN(300))
 		}
 		var avoid []string
 		if rng.IntN(4) == 0 {
 			avoid = []string{"AVOID: something. Failed 3/4 times (75% failure rate)"}
 		}
 		if rng.IntN(4) == 0 {
-			avoid = append(avoid, "AVOID: "+strings.Repeat("x", rng.IntN(20000))+". Failed 5/6 times")
+			avoid = append(avoid, "AVOID: "+strings.Repeat("x", rng.IntN(5000))+". Failed 5/6 times")
 		}
 		budget := 1 + rng.IntN(400)
 		res := Build(entries, avoid, budget, 0.1)
