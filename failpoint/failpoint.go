@@ -51,22 +51,9 @@ func load() {
 
 // Inject is called at a named step. It returns nil unless the point is armed.
 func Inject(name string) error {
-	once.Do(load)
-	if len(points) == 0 {
-		return nil
-	}
-	action, ok := points[name]
+	action, ok := armed(name)
 	if !ok {
-		found := false
-		for p, a := range points {
-			if strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
-				action, found = a, true
-				break
-			}
-		}
-		if !found {
-			return nil
-		}
+		return nil
 	}
 	if action == "trace" {
 		fmt.Fprintf(os.Stderr, "failpoint: %s\n", name)
@@ -81,12 +68,40 @@ func Inject(name string) error {
 	case "error":
 		return errors.New("failpoint " + name)
 	case "hang":
-		for {
-			time.Sleep(time.Hour)
-		}
-	default:
-		p, _ := os.FindProcess(os.Getpid())
-		_ = p.Signal(syscall.SIGKILL)
-		select {} // wait for the signal to land
+		hang()
 	}
+	p, _ := os.FindProcess(os.Getpid())
+	_ = p.Signal(syscall.SIGKILL)
+	select {} // wait for the signal to land
+}
+
+// Hang is a step that can only hang: it never returns when name is armed
+// with "hang" and ignores every other action (so "*=enospc" leaves it be).
+func Hang(name string) {
+	if action, ok := armed(name); ok && action == "hang" {
+		hang()
+	}
+}
+
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// armed returns the action name is armed with.
+func armed(name string) (string, bool) {
+	once.Do(load)
+	if len(points) == 0 {
+		return "", false
+	}
+	action, ok := points[name]
+	if !ok {
+		for p, a := range points {
+			if strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
+				return a, true
+			}
+		}
+	}
+	return action, ok
 }
