@@ -100,7 +100,7 @@ func (a *app) hookRoot(dir string) (string, error) {
 func (a *app) hookConfig(root string) config.Config {
 	cfg, err := config.Load(root)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: %v (using defaults)\n", err)
+		fmt.Fprintf(a.stderr, "learnwatch: %s (using defaults)\n", textsafe.Line(err.Error(), 2000))
 		cfg = config.Default()
 	}
 	a.warnConfig(cfg)
@@ -142,7 +142,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				if err != nil {
 					// The index is still worth giving: say why the
 					// reconcile was skipped and go on.
-					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %v\n", err)
+					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %s\n", textsafe.Line(err.Error(), 2000))
 					log = nil // what is on disk, not what failed to be written
 				}
 				ix, err := buildIndex(a, root, cfg, cfg.Index.Budget, log)
