@@ -76,7 +76,7 @@ func newStatusCmd(a *app) *cobra.Command {
 					fmt.Fprintf(w, "need review: %d (learnwatch review)\n", c.Review)
 				}
 				if watcher != nil {
-					fmt.Fprintf(w, "watcher: %s\n", watcher["summary"])
+					fmt.Fprintf(w, "watcher: %s\n", textsafe.Line(fmt.Sprint(watcher["summary"]), 1000))
 				}
 			})
 		},

@@ -300,3 +300,28 @@ func TestPreCommitPathCannotForgeLines(t *testing.T) {
 		}
 	}
 }
+
+// A FIFO as the transcript (nobody ever writes to it) cannot hold the Stop
+// hook past its deadline.
+func TestStopHookFIFOTranscript(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "")
+	fifo := filepath.Join(root, "transcript.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	r := runLW(t, ctx, root, []string{"LEARNWATCH_HOOK_TIMEOUT=500ms"}, `{"cwd":"`+root+`","session_id":"s","transcript_path":"`+fifo+`"}`, "hook", "stop")
+	if r.code != 0 || r.killed {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("hook stop took %s on a FIFO", el)
+	}
+	if r.stdout != "" {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+}
