@@ -30,6 +30,10 @@ type Config struct {
 	Index     Index     `yaml:"index"`
 	Learn     Learn     `yaml:"learn"`
 	Lock      Lock      `yaml:"lock"`
+
+	// Warnings says which settings Load clamped to their safe range
+	// (Clamp); callers print them on stderr.
+	Warnings []string `yaml:"-"`
 }
 
 // Staleness configures §5 reference extraction.
@@ -134,6 +138,7 @@ func Load(root string) (Config, error) {
 	if err := decodeStrict(data, &c); err != nil {
 		return Default(), fmt.Errorf("parse %s: %w", path, err)
 	}
+	c.Warnings = c.Clamp()
 	if len(c.Staleness.Extensions) == 0 {
 		c.Staleness.Extensions = append([]string(nil), DefaultExtensions...)
 	}

@@ -5,6 +5,9 @@
 // LEARNWATCH_FAILPOINT=name=enospc the step fails with "no space left on device"
 // LEARNWATCH_FAILPOINT=name=error  the step fails with a generic error
 // LEARNWATCH_FAILPOINT=name=trace  the step goes on, "failpoint: name" on stderr
+// LEARNWATCH_FAILPOINT=name=hang   the step never returns (like a parser stuck
+//
+//	on hostile input: no context is checked)
 //
 // The reliability harness lists the points a command reaches with *=trace.
 //
@@ -22,6 +25,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 var (
@@ -47,22 +51,9 @@ func load() {
 
 // Inject is called at a named step. It returns nil unless the point is armed.
 func Inject(name string) error {
-	once.Do(load)
-	if len(points) == 0 {
-		return nil
-	}
-	action, ok := points[name]
+	action, ok := armed(name)
 	if !ok {
-		found := false
-		for p, a := range points {
-			if strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
-				action, found = a, true
-				break
-			}
-		}
-		if !found {
-			return nil
-		}
+		return nil
 	}
 	if action == "trace" {
 		fmt.Fprintf(os.Stderr, "failpoint: %s\n", name)
@@ -76,9 +67,41 @@ func Inject(name string) error {
 		return syscall.ENOSPC
 	case "error":
 		return errors.New("failpoint " + name)
-	default:
-		p, _ := os.FindProcess(os.Getpid())
-		_ = p.Signal(syscall.SIGKILL)
-		select {} // wait for the signal to land
+	case "hang":
+		hang()
 	}
+	p, _ := os.FindProcess(os.Getpid())
+	_ = p.Signal(syscall.SIGKILL)
+	select {} // wait for the signal to land
+}
+
+// Hang is a step that can only hang: it never returns when name is armed
+// with "hang" and ignores every other action (so "*=enospc" leaves it be).
+func Hang(name string) {
+	if action, ok := armed(name); ok && action == "hang" {
+		hang()
+	}
+}
+
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// armed returns the action name is armed with.
+func armed(name string) (string, bool) {
+	once.Do(load)
+	if len(points) == 0 {
+		return "", false
+	}
+	action, ok := points[name]
+	if !ok {
+		for p, a := range points {
+			if strings.HasSuffix(p, "*") && strings.HasPrefix(name, strings.TrimSuffix(p, "*")) {
+				return a, true
+			}
+		}
+	}
+	return action, ok
 }

@@ -141,6 +141,10 @@ func Load(root string) (*State, error) {
 		}
 		b, err := safefs.ReadFile(path, safefs.MaxKnowledge)
 		if err == nil {
+			// Never hand goldmark a nesting bomb (markdown.Check).
+			if err := markdown.Check(b); err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
 			st.Knowledge[rel] = b
 		} else if safefs.IsRefused(err) {
 			st.Refused[rel] = err // a planted symlink or special file: this file only
@@ -246,7 +250,14 @@ func Plan(st *State, now time.Time) Result {
 				}
 			} else if b, ok := st.Files[rel]; ok {
 				// An anchor into a file that is not one of the two
-				// knowledge files: parse it on the fly.
+				// knowledge files: parse it on the fly, unless it is
+				// Markdown no parser should see (never penalised).
+				if err := markdown.Check(b); err != nil {
+					res.Errors++
+					res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %s: %v (left in place)", e.ObservationID, rel, err))
+					kept = append(kept, e)
+					continue
+				}
 				if s, ok := findAnchor(markdown.Sections(b), e.AnchorID, e.ObservationID); ok {
 					current, legacy, found = markdown.SectionText(b, s), b[s.Start:s.LegacyEnd], true
 				}

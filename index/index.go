@@ -14,6 +14,7 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // CharsPerToken is the token estimate of DESIGN.md §6.
@@ -21,6 +22,17 @@ const CharsPerToken = 4
 
 // MaxTitle is the number of characters of a title shown before "…".
 const MaxTitle = 60
+
+// Bounds, in characters, of the other repository text on an index line:
+// the id, the status, the area and a whole anti-pattern line ("…" ends a
+// cut). Every piece is also stripped of control, bidi and format characters
+// (package textsafe): the index goes into the agent's context.
+const (
+	MaxID     = 40
+	MaxStatus = 24
+	MaxArea   = 40
+	MaxAvoid  = 160
+)
 
 // Entry is one active knowledge entry.
 type Entry struct {
@@ -57,11 +69,15 @@ func Load(root string) ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
+		if err := markdown.Check(src); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		for _, s := range markdown.Sections(src) {
 			if !s.Active() {
 				continue
 			}
-			out = append(out, Entry{ID: s.ID, Kind: s.Kind, Title: s.Title, Status: s.Status, Area: s.Area,
+			out = append(out, Entry{ID: textsafe.Line(s.ID, 0), Kind: s.Kind, Title: textsafe.Line(s.Title, 0),
+				Status: textsafe.Line(s.Status, 0), Area: textsafe.Line(s.Area, 0),
 				Score: 1, Source: s.Source, Text: string(markdown.SectionText(src, s)), Order: len(out)})
 		}
 	}
@@ -84,17 +100,17 @@ func Tokens(s string) int { return (len([]rune(s)) + CharsPerToken - 1) / CharsP
 // Line formats one entry: ID, title cut at 60 characters with "…",
 // [Status] or [unknown], and the area for pitfalls.
 func Line(e Entry) string {
-	title := strings.Join(strings.Fields(e.Title), " ")
+	title := strings.Join(strings.Fields(textsafe.Line(e.Title, 0)), " ")
 	if r := []rune(title); len(r) > MaxTitle {
 		title = string(r[:MaxTitle]) + "…"
 	}
-	status := e.Status
+	status := field(e.Status, MaxStatus)
 	if status == "" {
 		status = "unknown"
 	}
-	line := fmt.Sprintf("- %s: %s [%s]", e.ID, title, status)
-	if e.Kind == markdown.PF && e.Area != "" {
-		line += " (area: " + strings.Join(strings.Fields(e.Area), " ") + ")"
+	line := fmt.Sprintf("- %s: %s [%s]", field(e.ID, MaxID), title, status)
+	if area := field(e.Area, MaxArea); e.Kind == markdown.PF && area != "" {
+		line += " (area: " + area + ")"
 	}
 	if len(e.Tags) > 0 {
 		line += " — " + strings.Join(e.Tags, ", ")
@@ -127,14 +143,28 @@ type Options struct {
 	Role     string  // the consumer role named in the header ("" none)
 }
 
+// field is one piece of repository text on a line: sanitised, spaces
+// collapsed, cut to max characters.
+func field(s string, max int) string {
+	return textsafe.Line(strings.Join(strings.Fields(textsafe.Line(s, 0)), " "), max)
+}
+
+// AvoidLine is an anti-pattern line as the index shows it: sanitised and
+// cut to MaxAvoid characters.
+func AvoidLine(s string) string { return field(s, MaxAvoid) }
+
 // Footer tells the agent where the entries live and how to read one.
 const Footer = "Full entries: .memory/knowledge/decisions.md, .memory/knowledge/pitfalls.md — read one with: grep -n -A 12 '^## ADR-001' .memory/knowledge/decisions.md"
 
 // Build renders entries (already scored) into the index, best score first,
 // fitting budget tokens (0: no limit) on whole lines. Entries scoring below
-// minScore are left out. The best entry is always shown, even when it alone
-// exceeds the budget. avoid are anti-pattern lines ("AVOID: …"): they come
-// first, in an "Anti-patterns (n):" block, as far as the budget allows.
+// minScore are left out. The budget is never exceeded: an entry whose line
+// does not fit is left out (counted in "n more entries"), even the best
+// one; with a budget too small for any line the text keeps the leading
+// lines that fit, possibly none (lines are never cut).
+// avoid are anti-pattern lines ("AVOID: …", cut to MaxAvoid characters):
+// they come first, in an "Anti-patterns (n):" block, in at most half the
+// budget.
 func Build(entries []Entry, avoid []string, budget int, minScore float64) Result {
 	return BuildWith(entries, avoid, Options{Budget: budget, MinScore: minScore})
 }
@@ -159,15 +189,16 @@ func BuildWith(entries []Entry, avoid []string, o Options) Result {
 	})
 	omittedBelow := len(entries) - len(keep)
 	if len(keep) == 0 && len(avoid) == 0 {
-		text := "Knowledge index: (none)"
+		text := wholeLines("Knowledge index: (none)", budget)
 		return Result{Text: text, Entries: []Entry{}, Tokens: Tokens(text), Omitted: omittedBelow}
 	}
 	// Anti-patterns first, as many as fit in half the budget.
 	var avoidShown []string
 	avoidSize := 0
 	for _, l := range avoid {
+		l = AvoidLine(l)
 		n := len([]rune("- "+l)) + 1
-		if budget > 0 && (avoidSize+n+len("Anti-patterns (00):\n"))/CharsPerToken > budget/2 && len(avoidShown) > 0 {
+		if budget > 0 && (avoidSize+n+len("Anti-patterns (00):\n"))/CharsPerToken > budget/2 {
 			break
 		}
 		avoidShown = append(avoidShown, l)
@@ -186,11 +217,16 @@ func BuildWith(entries []Entry, avoid []string, o Options) Result {
 	var chosen []Entry
 	perKind := map[string]int{}
 	body := 0 // runes of the entry lines, newline included
+	footer := len([]rune(Footer)) + 1
 	for i, e := range keep {
 		n := len([]rune(lines[i])) + 1
 		perKind[e.Kind]++
-		size := len([]rune(header)) + 1 + avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1) + len([]rune(Footer)) + 1
-		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget && (len(chosen) > 0 || len(avoidShown) > 0) {
+		size := len([]rune(header)) + 1 + avoidSize + body + n + headersSize(perKind) + omittedSize(len(keep)-len(chosen)-1)
+		if budget > 0 && len(chosen) == 0 && (size+footer+CharsPerToken-1)/CharsPerToken > budget {
+			footer = 0 // the footer goes before the best entry
+		}
+		size += footer
+		if budget > 0 && (size+CharsPerToken-1)/CharsPerToken > budget {
 			// Stop at the first entry that does not fit: a shorter,
 			// lower-scored line is never shown while a better one is dropped.
 			perKind[e.Kind]--
@@ -205,15 +241,42 @@ func BuildWith(entries []Entry, avoid []string, o Options) Result {
 		// Drop the footer before the best entry.
 		text = header + "\n" + renderBlocks(avoidShown, chosen, omitted)
 	}
-	if budget > 0 && Tokens(text) > budget {
-		// Not even the best line fits: one line saying what there is.
+	if budget > 0 && (Tokens(text) > budget || len(chosen)+len(avoidShown) == 0) {
+		// Not even the best line fits: one line saying what there is
+		// (itself left out when even it does not fit).
 		text = Summary(len(keep), len(avoid))
 		chosen, avoidShown, omitted = nil, nil, len(keep)
 	}
+	// The estimate above is exact for the usual case; whatever it missed,
+	// the budget is a hard bound: drop entries from the worst, then the
+	// anti-patterns, then cut the text.
+	for budget > 0 && Tokens(text) > budget && len(chosen)+len(avoidShown) > 0 {
+		if len(chosen) > 0 {
+			chosen = chosen[:len(chosen)-1]
+			omitted++
+		} else {
+			avoidShown = avoidShown[:len(avoidShown)-1]
+		}
+		text = header + "\n" + renderBlocks(avoidShown, chosen, omitted)
+	}
+	text = wholeLines(text, budget)
 	if chosen == nil {
 		chosen = []Entry{}
 	}
 	return Result{Text: text, Entries: chosen, Avoid: avoidShown, Tokens: Tokens(text), Omitted: omitted + omittedBelow}
+}
+
+// wholeLines keeps the leading lines of text that fit budget tokens (0: no
+// limit).
+func wholeLines(text string, budget int) string {
+	for budget > 0 && Tokens(text) > budget {
+		i := strings.LastIndexByte(text, '\n')
+		if i < 0 {
+			return ""
+		}
+		text = text[:i]
+	}
+	return text
 }
 
 // headersSize is the size of the "Decisions (n):" / "Pitfalls (n):" lines.

@@ -19,7 +19,7 @@ type FieldError struct {
 func (e *FieldError) Error() string { return fmt.Sprintf("field %q: %s", e.Field, e.Msg) }
 
 var (
-	entryIDRe = regexp.MustCompile(`^(?:ADR-[0-9]+|PF-[0-9]+|obs_[A-Za-z0-9_.:-]+)$`)
+	entryIDRe = regexp.MustCompile(`^(?:ADR-[0-9]+|PF-[0-9]+|obs_[A-Za-z0-9_.-]{1,124})$`)
 	slugRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 )
 

@@ -180,11 +180,14 @@ func TestObserveInvalid(t *testing.T) {
 		{ID: "obs_p", Type: manifest.Decision, Pattern: " \t"},
 		{ID: "task_1", Type: manifest.Decision, Pattern: "p"},
 		{ID: "obs_ok", Type: manifest.Decision, Pattern: "p"},
+		{ID: "obs_$(touch /tmp/x)\x1b[2J", Type: manifest.Decision, Pattern: "p"},
+		{ID: "obs_a/../../b", Type: manifest.Decision, Pattern: "p"},
 	}, day0, nil)
-	if res.Skipped != 5 || res.Created != 1 || len(log.Lines) != 1 {
+	if res.Skipped != 7 || res.Created != 1 || len(log.Lines) != 1 {
 		t.Fatalf("%+v", res)
 	}
-	want := []string{"#1: field id", "obs_t: field type", "obs_u: field type", "obs_p: field pattern", "task_1: field id"}
+	want := []string{"#1: field id", "obs_t: field type", "obs_u: field type", "obs_p: field pattern", `"task_1": field id`,
+		`observation "obs_$(touch /tmp/x)[2J": field id: "obs_$(touch /tmp/x)[2J" is not a safe id`, `"obs_a/../../b": field id`}
 	for i, w := range want {
 		if !strings.Contains(res.Messages[i], w) {
 			t.Errorf("message %q does not name %q", res.Messages[i], w)
@@ -281,4 +284,14 @@ func FuzzParseInput(f *testing.F) {
 		// Observing them never panics either.
 		Observe(manifest.ParseLog(nil), got, day0, nil)
 	})
+}
+
+// A suffixed id derived from a longest valid id is still a valid id.
+func TestFreeIDStaysValid(t *testing.T) {
+	long := "obs_" + strings.Repeat("a", manifest.MaxIDLen-4)
+	log := manifest.ParseLog([]byte(`{"id":"` + long + `","type":"decision","pattern":"p","status":"observing","observations":1,"confidence":0.3,"evidence":[]}` + "\n"))
+	res := Observe(log, []*manifest.Observation{{ID: long, Type: manifest.Workflow, Pattern: "other"}}, day0, nil)
+	if res.Created != 1 || len(res.IDs) != 1 || !manifest.ValidID(res.IDs[0]) || res.IDs[0] == long {
+		t.Fatalf("%+v", res)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // Threshold is the promotion rule of one observation type.
@@ -186,7 +187,10 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 		if err := in.Validate(); err != nil {
 			res.Skipped++
 			name := in.ID
-			if name == "" {
+			if !manifest.ValidID(name) {
+				name = textsafe.Quote(name, 80) // never printed raw
+			}
+			if in.ID == "" {
 				name = fmt.Sprintf("#%d", i+1)
 			}
 			res.Messages = append(res.Messages, fmt.Sprintf("observation %s: %v", name, err))
@@ -242,8 +246,12 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 	return res
 }
 
-// freeID returns id with a suffix (_b, _c, …) that no observation uses.
+// freeID returns id with a suffix (_b, _c, …) that no observation uses,
+// the id cut short when needed so that the result stays a valid id.
 func freeID(log *manifest.Log, id string) string {
+	if len(id) > manifest.MaxIDLen-12 {
+		id = id[:manifest.MaxIDLen-12]
+	}
 	used := map[string]bool{}
 	for _, ln := range log.Lines {
 		if ln.Obs != nil {

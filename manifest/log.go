@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // Observation types and statuses (DESIGN.md §1).
@@ -141,12 +142,14 @@ func (o *Observation) Validate() error {
 		return o.invalid
 	case o.ID == "":
 		return errors.New("field id: missing")
-	case !strings.HasPrefix(o.ID, "obs_"):
-		return fmt.Errorf("field id: %q does not start with obs_", o.ID)
+	case !strings.HasPrefix(o.ID, IDPrefix):
+		return fmt.Errorf("field id: %s does not start with obs_", textsafe.Quote(o.ID, 80))
+	case !ValidID(o.ID):
+		return fmt.Errorf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(o.ID, 80), MaxIDLen-len(IDPrefix))
 	case o.Type == "":
 		return errors.New("field type: missing")
 	case !validType(o.Type):
-		return fmt.Errorf("field type: unknown type %q (want workflow, procedural, decision or pitfall)", o.Type)
+		return fmt.Errorf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(o.Type, 40))
 	case strings.TrimSpace(o.Pattern) == "":
 		return errors.New("field pattern: missing")
 	}

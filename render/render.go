@@ -483,6 +483,9 @@ func openKnowledge(p manifest.Paths, path, kind string) (*knowledgeFile, error) 
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	if err := markdown.Check(src); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &knowledgeFile{path: path, kind: kind, src: src}, nil
 }
 

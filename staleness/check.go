@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,15 @@ type Checker struct {
 	trees  map[plumbing.Hash]*object.Tree // decoded trees by hash
 	hist   history                        // commits walked for renames
 	err    error                          // first non-fatal error
+	ctx    context.Context                // nil: never cancelled (WithContext)
+}
+
+// WithContext makes the history walk stop when ctx ends (a hook's
+// deadline, SIGTERM): no further commit is read and the check reports
+// ctx's error. It returns c.
+func (c *Checker) WithContext(ctx context.Context) *Checker {
+	c.ctx = ctx
+	return c
 }
 
 // Open prepares a Checker for the repository at root. Outside git, Auto and

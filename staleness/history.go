@@ -1,6 +1,7 @@
 package staleness
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -260,6 +261,11 @@ func (c *Checker) side(t *object.Tree, e *object.TreeEntry, dir string, del bool
 // nextStep reads one more commit of history and returns its step index.
 func (c *Checker) nextStep() (int, bool) {
 	h := &c.hist
+	if c.ctx != nil && c.ctx.Err() != nil {
+		c.fail(fmt.Errorf("staleness: history walk stopped: %w", context.Cause(c.ctx)))
+		h.done = true
+		return 0, false
+	}
 	if h.done || h.next == nil || len(h.steps) >= c.depth {
 		h.done = true
 		return 0, false

@@ -1,6 +1,7 @@
 package staleness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,11 +30,16 @@ type Report struct {
 // log against it with the options of cfg: what a hook or a reconcile needs
 // when it has no use for the Checker itself.
 func ScanTree(root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
+	return ScanTreeContext(context.Background(), root, mode, cfg, log)
+}
+
+// ScanTreeContext is ScanTree whose history walk stops when ctx ends.
+func ScanTreeContext(ctx context.Context, root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
 	c, err := Open(root, mode, cfg)
 	if err != nil {
 		return Report{}, err
 	}
-	return Scan(root, c, log, OptionsFor(cfg))
+	return Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
 }
 
 // Scan checks the references of every active section of
@@ -76,11 +82,18 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	c.prime(all)
 	rep := Report{Stale: []Finding{}}
 	for _, e := range entries {
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
+		}
 		rep.Checked += len(e.refs)
 		for _, f := range c.Check(e.refs) {
 			f.ID = e.id
 			rep.Stale = append(rep.Stale, f)
 		}
+	}
+	if c.ctx != nil && c.ctx.Err() != nil {
+		// The history walk stopped early: a rename may read as a removal.
+		return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 	}
 	return rep, nil
 }
@@ -98,6 +111,9 @@ func readKnowledge(root, file string) ([]byte, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("staleness: read %s: %w", abs, err)
+	}
+	if err := markdown.Check(src); err != nil {
+		return nil, fmt.Errorf("staleness: %s: %w", abs, err)
 	}
 	return src, nil
 }

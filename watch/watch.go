@@ -152,6 +152,9 @@ func (w *watcher) loadSettings() error {
 	if err != nil {
 		return err
 	}
+	for _, warn := range c.Warnings {
+		w.log.Warn("config value clamped", "detail", warn)
+	}
 	s := settings{
 		debounce:    c.Watch.Debounce.Duration,
 		maxDelay:    c.Watch.MaxDelay.Duration,

@@ -377,14 +377,12 @@ func TestStalePIDFileTakenOver(t *testing.T) {
 
 func TestWatchLimitFallsBackToRescans(t *testing.T) {
 	root := fixture(t, 2, 2)
-	cfg := "watch:\n  rescan: 300ms\n"
-	if err := os.WriteFile(filepath.Join(manifest.PathsFor(root).Memory, "learnwatch.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// A rescan period this short is below watch.rescan's safe range (a
+	// repository's config cannot ask for it); the option can.
 	var logs syncBuffer
 	full := true
 	var mu sync.Mutex
-	r := start(t, root, Options{Debounce: debounce, Log: slog.New(slog.NewTextHandler(&logs, nil))}, func(w *watcher) {
+	r := start(t, root, Options{Debounce: debounce, Rescan: 300 * time.Millisecond, Log: slog.New(slog.NewTextHandler(&logs, nil))}, func(w *watcher) {
 		w.add = func(p string) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/render"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 func init() {
@@ -70,7 +71,7 @@ func newObserveCmd(a *app) *cobra.Command {
 				return err
 			}
 			for _, m := range res.Messages {
-				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", m)
+				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", textsafe.Line(m, 500))
 			}
 			if err := a.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "observe: %d created, %d merged, %d skipped\n", res.Created, res.Merged, res.Skipped)
@@ -133,7 +134,7 @@ func newRenderCmd(a *app) *cobra.Command {
 					}
 				}
 				for _, s := range res.Skips {
-					fmt.Fprintf(w, "skipped %s: %s\n", s.ID, s.Reason)
+					fmt.Fprintf(w, "skipped %s: %s\n", s.ID, textsafe.Line(s.Reason, 500))
 				}
 				for _, m := range res.Warnings {
 					fmt.Fprintf(w, "warning: %s\n", m)
@@ -161,7 +162,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 				return err
 			}
 			for _, p := range res.Problems {
-				fmt.Fprintf(a.stderr, "learnwatch: %s\n", p)
+				fmt.Fprintf(a.stderr, "learnwatch: %s\n", textsafe.Line(p, 500))
 			}
 			return a.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "reconcile: %s\n", res.Summary())

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/deadline"
+	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // hookLockTimeout bounds how long a hook waits for another writer: a hook
@@ -23,20 +28,48 @@ func init() {
 	hookSubcommands = append(hookSubcommands, newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"))
 }
 
-// failOpen runs f, turning any error or panic into one line on stderr and
-// exit 0: hook entry points never block the agent or git because learnwatch
-// broke.
-func failOpen(a *app, name string, f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			fmt.Fprintf(a.stderr, "learnwatch %s: internal error (ignored): %v\n", name, r)
-			err = nil
-		}
-	}()
-	if e := f(); e != nil {
-		fmt.Fprintf(a.stderr, "learnwatch %s: %s (ignored)\n", name, strings.ReplaceAll(e.Error(), "\n", " "))
+// failOpen runs f under the hook's deadline (def, or $LEARNWATCH_HOOK_TIMEOUT),
+// turning any error or panic into one line on stderr: hook entry points
+// never block the agent or git because learnwatch broke or was given a
+// repository crafted to be slow. f sees the deadline (and SIGTERM/SIGINT)
+// through a.ctx. When the deadline passes or a signal arrives first, one
+// line says so, the output f may still write is discarded, and failOpen
+// returns false at once; the caller returns and the process exits 0,
+// abandoning f (writes are atomic; a lock left behind names a dead owner
+// and is taken over). finished reports whether f ran to its end; only
+// then may the caller read what f set.
+func failOpen(a *app, name string, def time.Duration, f func() error) (finished bool) {
+	d, warn := deadline.FromEnv(getenv(deadline.EnvVar), def)
+	if warn != "" {
+		fmt.Fprintf(a.stderr, "learnwatch %s: %s\n", name, warn)
 	}
-	return nil
+	finished, err := deadline.Run(a.ctx, d, func(ctx context.Context) error {
+		a.ctx = ctx
+		failpoint.Hang("hook:" + strings.TrimPrefix(name, "hook "))
+		return f()
+	})
+	if !finished {
+		closeOutput(a.stdout)
+		why := fmt.Sprintf("gave up after %s (the hook deadline; %s sets it)", d, deadline.EnvVar)
+		if !errors.Is(err, deadline.ErrExpired) {
+			why = "stopped by a signal"
+		}
+		fmt.Fprintf(a.stderr, "learnwatch %s: %s; nothing more done (ignored)\n", name, why)
+		closeOutput(a.stderr)
+		return false
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch %s: %s (ignored)\n", name, textsafe.Line(err.Error(), 2000))
+	}
+	return true
+}
+
+// closeOutput discards whatever is written to w from now on (a
+// textsafe.Writer), once a write in progress is done.
+func closeOutput(w io.Writer) {
+	if c, ok := w.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // stdinIsTerminal reports whether stdin is an interactive terminal (a human
@@ -67,9 +100,10 @@ func (a *app) hookRoot(dir string) (string, error) {
 func (a *app) hookConfig(root string) config.Config {
 	cfg, err := config.Load(root)
 	if err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: %v (using defaults)\n", err)
+		fmt.Fprintf(a.stderr, "learnwatch: %s (using defaults)\n", textsafe.Line(err.Error(), 2000))
 		cfg = config.Default()
 	}
+	a.warnConfig(cfg)
 	if cfg.Lock.Timeout.Duration > hookLockTimeout {
 		cfg.Lock.Timeout.Duration = hookLockTimeout
 	}
@@ -82,7 +116,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 		Short: "Agent SessionStart hook: reconcile, then print the knowledge index as additionalContext (always exits 0)",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return failOpen(a, "hook session-start", func() error {
+			failOpen(a, "hook session-start", deadline.Default, func() error {
 				var in hooks.SessionStart
 				if !stdinIsTerminal(a.stdin) {
 					var err error
@@ -108,7 +142,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				if err != nil {
 					// The index is still worth giving: say why the
 					// reconcile was skipped and go on.
-					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %v\n", err)
+					fmt.Fprintf(a.stderr, "learnwatch hook session-start: reconcile skipped: %s\n", textsafe.Line(err.Error(), 2000))
 					log = nil // what is on disk, not what failed to be written
 				}
 				ix, err := buildIndex(a, root, cfg, cfg.Index.Budget, log)
@@ -126,6 +160,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				_, err = fmt.Fprintf(a.stdout, "%s\n", b)
 				return err
 			})
+			return nil
 		},
 	}
 }
@@ -139,7 +174,7 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 			Short: "git " + name + " hook: reconcile after the working tree changed (always exits 0)",
 			Args:  cobra.ArbitraryArgs,
 			RunE: func(*cobra.Command, []string) error {
-				return failOpen(a, "hook "+name, func() error {
+				failOpen(a, "hook "+name, deadline.Default, func() error {
 					root, err := a.root()
 					if err != nil {
 						return err
@@ -153,6 +188,7 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					}
 					return nil
 				})
+				return nil
 			},
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/learnwatch/learnwatch/deadline"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/hooks"
 )
@@ -288,7 +289,7 @@ func newStopHook(a *app) *cobra.Command {
 		Short: "Agent Stop hook: count the knowledge cited in the session transcript (always exits 0)",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return failOpen(a, "hook stop", func() error {
+			failOpen(a, "hook stop", deadline.Default, func() error {
 				if stdinIsTerminal(a.stdin) {
 					return errors.New("expects the agent's Stop hook JSON on stdin; nothing recorded")
 				}
@@ -319,6 +320,7 @@ func newStopHook(a *app) *cobra.Command {
 				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", counts)
 				return nil
 			})
+			return nil
 		},
 	}
 }

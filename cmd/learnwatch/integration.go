@@ -323,7 +323,7 @@ func changedFiles(a *app, root string) []string {
 // (reconcile writes it) and the number of stale references is returned.
 func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (int, error) {
 	return func(root string, log *manifest.Log) (int, error) {
-		rep, err := staleness.ScanTree(root, staleness.Auto, cfg.Staleness, log)
+		rep, err := staleness.ScanTreeContext(a.ctx, root, staleness.Auto, cfg.Staleness, log)
 		if err != nil {
 			return 0, err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // app is the state shared by every command: global flags and I/O.
@@ -64,6 +65,9 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Everything printed passes the terminal filter: repository text can
+	// carry escape sequences and invisible characters (textsafe).
+	stdout, stderr = textsafe.NewWriter(stdout), textsafe.NewWriter(stderr)
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ctx: ctx}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -83,9 +87,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if a.logFormat == "json" {
 			// --log-format json covers the final error too: a machine
 			// reading stderr gets one JSON object a line throughout.
-			slog.New(slog.NewJSONHandler(stderr, nil)).Error(err.Error(), "exit", code)
+			slog.New(slog.NewJSONHandler(stderr, nil)).Error(textsafe.Line(err.Error(), 2000), "exit", code)
 		} else {
-			fmt.Fprintf(stderr, "learnwatch: %v\n", err)
+			// One line, bounded: an error may quote repository content.
+			fmt.Fprintf(stderr, "learnwatch: %s\n", textsafe.Line(err.Error(), 2000))
 		}
 	}
 	return code
@@ -232,7 +237,15 @@ func (a *app) config(root string) (config.Config, error) {
 	if err != nil {
 		return c, exitcode.Wrap(exitcode.BadInput, err)
 	}
+	a.warnConfig(c)
 	return c, nil
+}
+
+// warnConfig prints the settings Load clamped to their safe range.
+func (a *app) warnConfig(c config.Config) {
+	for _, w := range c.Warnings {
+		fmt.Fprintf(a.stderr, "learnwatch: %s\n", w)
+	}
 }
 
 // emit prints v as one JSON object with --json, else calls human.

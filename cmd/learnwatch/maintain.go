@@ -11,6 +11,7 @@ import (
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 func init() {
@@ -80,7 +81,7 @@ func newStatusCmd(a *app) *cobra.Command {
 					fmt.Fprintf(w, "need review: %d (learnwatch review)\n", c.Review)
 				}
 				if watcher != nil {
-					fmt.Fprintf(w, "watcher: %s\n", watcher["summary"])
+					fmt.Fprintf(w, "watcher: %s\n", textsafe.Line(fmt.Sprint(watcher["summary"]), 1000))
 				}
 			})
 		},
@@ -118,7 +119,7 @@ func newListCmd(a *app) *cobra.Command {
 					fmt.Fprintln(w, "(no observations)")
 				}
 				for _, o := range sel {
-					fmt.Fprintf(w, "%.2f  %-10s %-10s %s  %s\n", o.Confidence, o.Status, o.Type, o.ID, oneLine(o.Pattern, 70))
+					fmt.Fprintf(w, "%.2f  %-10s %-10s %s  %s\n", o.Confidence, cell(o.Status), o.Type, o.ID, oneLine(o.Pattern, 70))
 				}
 			})
 		},
@@ -129,7 +130,7 @@ func newListCmd(a *app) *cobra.Command {
 }
 
 func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(textsafe.Line(s, 0)), " ")
 	if r := []rune(s); len(r) > max {
 		return string(r[:max]) + "…"
 	}
@@ -162,14 +163,14 @@ func newReviewCmd(a *app) *cobra.Command {
 				for _, it := range items {
 					fmt.Fprintf(w, "%s (%s, %.2f) %s\n", it.ID, it.Type, it.Confidence, oneLine(it.Pattern, 60))
 					for _, r := range it.Reasons {
-						fmt.Fprintf(w, "  - %s\n", r)
+						fmt.Fprintf(w, "  - %s\n", textsafe.Line(r, 300))
 					}
 				}
 				if n := log.Corrupt() + log.InvalidCount(); n > 0 {
 					fmt.Fprintf(w, "%d corrupt or invalid log lines (learnwatch purge backs them up and removes them)\n", n)
 				}
 				for _, l := range extra.lines {
-					fmt.Fprintln(w, l)
+					fmt.Fprintln(w, textsafe.Line(l, 300))
 				}
 			})
 		},

@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/deadline"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 func init() {
@@ -118,6 +120,10 @@ func treeName(chk *staleness.Checker) string {
 	return "HEAD"
 }
 
+// cell is repository text in one cell of a table: one line (a path may
+// hold a newline or a tab), no control characters, at most 160 characters.
+func cell(s string) string { return textsafe.Line(s, 160) }
+
 // printFindings lists findings as an aligned table: entry, ref, reason.
 func printFindings(w io.Writer, findings []staleness.Finding) {
 	if len(findings) == 0 {
@@ -125,7 +131,7 @@ func printFindings(w io.Writer, findings []staleness.Finding) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, f := range findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", f.ID, f.Ref, describe(f))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(describe(f)))
 	}
 	tw.Flush()
 }
@@ -153,7 +159,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(*cobra.Command, []string) error {
 			block := false
-			err := failOpen(a, "hook pre-commit", func() error {
+			finished := failOpen(a, "hook pre-commit", deadline.PreCommit, func() error {
 				root, err := a.root()
 				if err != nil {
 					return err
@@ -163,7 +169,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				rep, err := staleness.ScanTree(root, staleness.PreCommit, cfg.Staleness, log)
+				rep, err := staleness.ScanTreeContext(a.ctx, root, staleness.PreCommit, cfg.Staleness, log)
 				if err != nil {
 					return err
 				}
@@ -183,7 +189,7 @@ func newPreCommitHook(a *app) *cobra.Command {
 					if f.RenamedTo != "" {
 						what = "renamed to " + f.RenamedTo
 					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.ID, f.Ref, what)
+					fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(what))
 				}
 				tw.Flush()
 				if cfg.Precommit.Block {
@@ -194,10 +200,12 @@ func newPreCommitHook(a *app) *cobra.Command {
 				}
 				return nil
 			})
-			if block {
+			// A pre-commit past its deadline fails open, even a blocking
+			// one: block is only read when the check finished.
+			if finished && block {
 				return exitSilently(exitcode.Problems)
 			}
-			return err
+			return nil
 		},
 	}
 }
