@@ -171,6 +171,9 @@ func printHooksStatus(w io.Writer, st hooksStatus) {
 			}
 			fmt.Fprintf(w, "  %-14s %s%s\n", h.Name, h.State, note)
 		}
+		if d := st.Git.Drivers; d != nil {
+			printDrivers(w, *d)
+		}
 	}
 	if st.Claude != nil {
 		yes := func(b bool) string {
