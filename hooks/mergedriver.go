@@ -299,7 +299,8 @@ func withBlock(cur []byte, block string) []byte {
 // IncomingLabel names the side a merge driver is merging in, for messages:
 // the branch git gave `git merge` (the one GITHEAD_<sha> variable in env),
 // the branch being rebased (whose commits are the incoming side of a
-// rebase), or the commit being cherry-picked; "" when none is known.
+// rebase), or the commit being cherry-picked when git has recorded it; ""
+// when none is known.
 func IncomingLabel(gitDir string, env []string) string {
 	var heads []string
 	for _, kv := range env {
@@ -327,5 +328,5 @@ func IncomingLabel(gitDir string, env []string) string {
 	if h := read("CHERRY_PICK_HEAD"); len(h) >= 7 {
 		return "commit " + h[:7]
 	}
-	return ""
+	return "" // a cherry-pick: git gives its driver no name for the commit
 }
