@@ -68,9 +68,16 @@ func attributesBlock() string {
 			fmt.Fprintf(&b, "/%s merge=%s\n", p, d.Name)
 		}
 	}
+	for _, p := range UnionJournals {
+		fmt.Fprintf(&b, "/%s merge=union\n", p)
+	}
 	b.WriteString(attrEnd + "\n")
 	return b.String()
 }
+
+// UnionJournals are the append-only journals: git's built-in union merge
+// keeps both sides' new lines without conflict markers.
+var UnionJournals = []string{".memory/feedback.jsonl", ".memory/outcomes.jsonl"}
 
 // topLevel returns the worktree root git sees for root.
 func topLevel(root string) (string, error) {

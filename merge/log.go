@@ -99,8 +99,12 @@ func Log(base, ours, theirs []byte) ([]byte, Report) {
 			line(la.Raw)
 			continue
 		}
-		if bytes.Equal(la.Raw, lb.Raw) {
-			line(la.Raw)
+		switch {
+		case bytes.Equal(la.Raw, lb.Raw), inO && sameLine(lb, lo):
+			line(la.Raw) // theirs did not change it
+			continue
+		case inO && sameLine(la, lo):
+			line(lb.Raw) // ours did not change it
 			continue
 		}
 		var base *manifest.Observation

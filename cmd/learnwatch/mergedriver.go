@@ -61,7 +61,7 @@ one line per renumbered entry and re-anchor the manifest and log.`,
 			case "knowledge":
 				gitDir, _ := hooks.GitDir(".")
 				label := hooks.IncomingLabel(gitDir, os.Environ())
-				out, rep = merge.Knowledge(vers[0], vers[1], vers[2], knowledgeKind(path), merge.Labels{Ours: "ours", Theirs: firstNonEmpty(label, "theirs")})
+				out, rep = merge.Knowledge(vers[0], vers[1], vers[2], knowledgeKind(path), merge.Labels{Ours: "HEAD", Theirs: firstNonEmpty(label, "theirs")})
 				if len(rep.Renumbered) > 0 && gitDir != "" {
 					moves := make([]merge.Moved, len(rep.Renumbered))
 					for i, r := range rep.Renumbered {
