@@ -183,8 +183,8 @@ func mergeObservation(base, a, b *manifest.Observation) *manifest.Observation {
 	m.FirstSeen = pickTime(a.FirstSeen, b.FirstSeen, false)
 	m.LastSeen = pickTime(a.LastSeen, b.LastSeen, true)
 	m.Evidence = unionEvidence(a.Evidence, b.Evidence)
-	if statusRank[b.Status] > statusRank[a.Status] {
-		m.Status = b.Status
+	if ra, rb := statusRank[a.Status], statusRank[b.Status]; rb > ra || rb == ra && b.Status > a.Status {
+		m.Status = b.Status // two unknown statuses: the same pick whichever side is ours
 	}
 	m.QualityOK = a.QualityOK || b.QualityOK
 
@@ -263,7 +263,7 @@ func pickTime(x, y string, latest bool) string {
 	case ey != nil:
 		return x
 	}
-	if latest && ty.After(tx) || !latest && ty.Before(tx) {
+	if latest && ty.After(tx) || !latest && ty.Before(tx) || ty.Equal(tx) && y < x {
 		return y
 	}
 	return x
