@@ -64,7 +64,7 @@ func newHooksCmd(a *app) *cobra.Command {
 	}
 	var gitFlag, claude bool
 	flags := func(cmd *cobra.Command, verb string) {
-		cmd.Flags().BoolVar(&gitFlag, "git", true, verb+" the git hooks (pre-commit, post-checkout, post-merge)")
+		cmd.Flags().BoolVar(&gitFlag, "git", true, verb+" the git hooks (pre-commit, post-checkout, post-merge, post-rewrite) and the merge drivers")
 		cmd.Flags().BoolVar(&claude, "claude", false, verb+" the agent's SessionStart and Stop hooks in .claude/settings.json")
 	}
 	install := &cobra.Command{
