@@ -18,7 +18,11 @@ import (
 
 func init() {
 	register(newMergeDriverCmd)
-	hookSubcommands = append(hookSubcommands, newReconcileHook("post-rewrite"))
+	hookSubcommands = append(hookSubcommands, func(a *app) *cobra.Command {
+		c := newReconcileHook("post-rewrite")(a)
+		c.Example = "  learnwatch hook post-rewrite rebase   # run by git after a rebase or an amend"
+		return c
+	})
 }
 
 // maxMergeInput bounds each version a merge driver reads.
@@ -35,6 +39,8 @@ changed, a JSON file one side of which does not parse). JSON and JSONL files
 never get conflict markers. Knowledge entries both branches numbered alike are
 renumbered for the incoming side; the post-merge and post-rewrite hooks print
 one line per renumbered entry and re-anchor the manifest and log.`,
+		Example: `  # what hooks install puts in the repository's git config:
+  git config merge.learnwatch-log.driver 'learnwatch merge-driver log %O %A %B %P'`,
 		Args: cobra.RangeArgs(4, 5),
 		RunE: func(_ *cobra.Command, args []string) error {
 			kind, path := args[0], ""
