@@ -88,9 +88,10 @@ func (f kfile) get(key string) (chunk, bool) {
 //     content (both rendered "the next ADR"): ours keeps the number, theirs
 //     takes the next free number (after every number used by any side) and
 //     is recorded in the report;
-//   - both sides changed the same entry differently, one changed what the
-//     other removed, or both added different text for the same observation:
-//     a conflict confined to that entry, with git's conflict markers around
+//   - both sides changed the same entry: merged line by line (diff3); lines
+//     both changed differently, an entry one side changed and the other
+//     removed, or different text both added for the same observation are a
+//     conflict confined to that entry, with git's conflict markers around
 //     the two versions; the rest of the file merges.
 //
 // The text before the first entry merges the same way. Ours' entries come
@@ -114,6 +115,16 @@ func Knowledge(base, ours, theirs []byte, kind string, labels Labels) ([]byte, R
 		rep.note("%s: both sides changed it; conflict markers around that part only", what)
 		return conflictBlock(x, y, labels)
 	}
+	// both merges a part both sides changed line by line; only the lines
+	// both changed differently end up between markers.
+	both := func(what string, o, x, y []byte) []byte {
+		out, ok := mergeLines(o, x, y, labels)
+		if !ok {
+			rep.Conflict = true
+			rep.note("%s: both sides changed the same lines; conflict markers around them", what)
+		}
+		return out
+	}
 	renumber := map[string]bool{}
 	for _, ca := range a.chunks {
 		cb, inB := b.get(ca.key)
@@ -126,7 +137,7 @@ func Knowledge(base, ours, theirs []byte, kind string, labels Labels) ([]byte, R
 		case inB && inO && bytes.Equal(cb.text, co.text):
 			pieces = append(pieces, ca.text)
 		case inB && inO:
-			pieces = append(pieces, conflict(ca.sec.ID, ca.text, cb.text))
+			pieces = append(pieces, both(ca.sec.ID, co.text, ca.text, cb.text))
 		case inB && ca.sec.Source != "" && ca.sec.Source == cb.sec.Source:
 			pieces = append(pieces, conflict(ca.sec.ID+" (the same observation on both sides)", ca.text, cb.text))
 		case inB:
@@ -167,7 +178,7 @@ func Knowledge(base, ours, theirs []byte, kind string, labels Labels) ([]byte, R
 	case bytes.Equal(pa, po):
 		pre = pb
 	default:
-		pre = conflict("the text before the first entry", pa, pb)
+		pre = both("the text before the first entry", po, pa, pb)
 	}
 	var body bytes.Buffer
 	if len(pre) > 0 {

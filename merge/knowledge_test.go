@@ -71,13 +71,14 @@ func TestKnowledgeCases(t *testing.T) {
 	tests := []struct {
 		name               string
 		base, ours, theirs []byte
-		wantIDs            string
+		wantIDs            string // the entries, as markdown.Sections sees them
 		conflict           bool
 		markers            int // "<<<<<<<" lines
 	}{
 		{"one side edits", file(one, two), file(oneA, two), file(one, two), "ADR-001= ADR-002=", false, 0},
 		{"theirs edits, ours adds", file(one), file(one, two), file(oneB), "ADR-001= ADR-002=", false, 0},
-		{"both edit one entry: conflict on it only", file(one, two), file(oneA, two), file(oneB, two, fence), "ADR-001= ADR-001= ADR-002= ADR-003=", true, 1},
+		{"both edit one line of an entry: conflict on that line only", file(one, two), file(oneA, two), file(oneB, two, fence), "ADR-001= ADR-002= ADR-003=", true, 1},
+		{"both edit different lines of an entry: merged", file(one, two), file(oneA, two), file(strings.Replace(one, "- **Decision**: Use SQLite", "- **Decision**: Use SQLite in WAL mode", 1), two), "ADR-001= ADR-002=", false, 0},
 		{"removed unchanged", file(one, two), file(one), file(one, two), "ADR-001=", false, 0},
 		{"removed on one side, edited on the other", file(one, two), file(two), file(oneB, two), "ADR-002= ADR-001=", true, 1},
 		{"same entry added on both sides", file(one), file(one, two), file(one, two), "ADR-001= ADR-002=", false, 0},
@@ -135,6 +136,45 @@ func FuzzKnowledge(f *testing.F) {
 		self, rep := Knowledge([]byte(base), []byte(ours), []byte(ours), "", Labels{})
 		if len(rep.Renumbered) > 0 || len(markdown.Sections(self)) < len(markdown.Sections([]byte(ours))) {
 			t.Fatalf("merging a side with itself changed its entries:\n%q\n%q", ours, self)
+		}
+	})
+}
+
+func TestMergeLines(t *testing.T) {
+	tests := []struct {
+		name, o, a, b, want string
+		ok                  bool
+	}{
+		{"theirs only", "x\ny\nz", "x\ny\nz", "x\nY\nz", "x\nY\nz", true},
+		{"different lines", "x\ny\nz", "X\ny\nz", "x\ny\nZ", "X\ny\nZ", true},
+		{"same change", "x\ny", "x\nY", "x\nY", "x\nY", true},
+		{"both insert at the end", "x", "x\na", "x\nb", "x\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> bob", false},
+		{"same line", "x\ny\nz", "x\nA\nz", "x\nB\nz", "x\n<<<<<<< HEAD\nA\n=======\nB\n>>>>>>> bob\nz", false},
+		{"one deletes, other edits elsewhere", "x\ny\nz\nw", "y\nz\nw", "x\ny\nz\nW", "y\nz\nW", true},
+		{"adjacent changes conflict, as in git", "x\ny\nz", "x\nz", "x\ny\nZ", "x\n<<<<<<< HEAD\nz\n=======\ny\nZ\n>>>>>>> bob", false},
+		{"empty base", "", "a", "a", "a", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := mergeLines([]byte(tt.o), []byte(tt.a), []byte(tt.b), Labels{Ours: "HEAD", Theirs: "bob"})
+			if string(got) != tt.want || ok != tt.ok {
+				t.Fatalf("got %q %v, want %q %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// FuzzMergeLines: a side unchanged from base yields the other side; a side
+// merged with itself is itself.
+func FuzzMergeLines(f *testing.F) {
+	f.Add("x\ny\nz", "x\nY\nz", "X\ny\nz")
+	f.Add("", "a\n", "\nb")
+	f.Fuzz(func(t *testing.T, o, a, b string) {
+		if got, ok := mergeLines([]byte(o), []byte(o), []byte(b), Labels{}); !ok || string(got) != b {
+			t.Fatalf("merge(o, o, b) = %q %v, want b %q", got, ok, b)
+		}
+		if got, ok := mergeLines([]byte(o), []byte(a), []byte(a), Labels{}); !ok || string(got) != a {
+			t.Fatalf("merge(o, a, a) = %q %v, want a %q", got, ok, a)
 		}
 	})
 }
