@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/hooks"
-	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/merge"
 )
 
@@ -34,8 +32,8 @@ func newMergeDriverCmd(a *app) *cobra.Command {
 		Short: "git merge driver for the memory files (KIND: log, manifest, usage, knowledge); installed by `hooks install`",
 		Long: `merge-driver is what git runs (merge.<name>.driver = "learnwatch merge-driver KIND %O %A %B %P")
 to merge a memory file three ways; it writes the result over OURS and exits 1
-only when a part of the file needs a person (a knowledge entry both sides
-changed, a JSON file one side of which does not parse). JSON and JSONL files
+only when a part of the file needs a person (lines of a knowledge entry both
+sides changed differently, a JSON file one side of which does not parse). JSON and JSONL files
 never get conflict markers. Knowledge entries both branches numbered alike are
 renumbered for the incoming side; the post-merge and post-rewrite hooks print
 one line per renumbered entry and re-anchor the manifest and log.`,
@@ -55,30 +53,23 @@ one line per renumbered entry and re-anchor the manifest and log.`,
 				}
 				vers[i] = b
 			}
-			var out []byte
-			var rep merge.Report
-			switch kind {
-			case "log":
-				out, rep = merge.Log(vers[0], vers[1], vers[2])
-			case "manifest":
-				out, rep = merge.Manifest(vers[0], vers[1], vers[2])
-			case "usage":
-				out, rep = merge.Usage(vers[0], vers[1], vers[2])
-			case "knowledge":
-				gitDir, _ := hooks.GitDir(".")
-				label := hooks.IncomingLabel(gitDir, os.Environ())
-				out, rep = merge.Knowledge(vers[0], vers[1], vers[2], knowledgeKind(path), merge.Labels{Ours: "HEAD", Theirs: firstNonEmpty(label, "theirs")})
-				if len(rep.Renumbered) > 0 && gitDir != "" {
-					moves := make([]merge.Moved, len(rep.Renumbered))
-					for i, r := range rep.Renumbered {
-						moves[i] = merge.Moved{Renumber: r, Path: path, Branch: label}
-					}
-					if err := merge.AppendRecord(gitDir, moves); err != nil {
-						fmt.Fprintf(a.stderr, "learnwatch merge-driver: %v\n", err)
-					}
+			var gitDir, label string
+			if kind == "knowledge" { // only its conflicts and renumberings name the incoming side
+				gitDir, _ = hooks.GitDir(".")
+				label = hooks.IncomingLabel(gitDir, os.Environ())
+			}
+			out, rep, err := merge.File(kind, path, vers[0], vers[1], vers[2], merge.Labels{Ours: "HEAD", Theirs: firstNonEmpty(label, "theirs")})
+			if err != nil {
+				return exitcode.Bad("merge-driver: %v", err)
+			}
+			if len(rep.Renumbered) > 0 && gitDir != "" {
+				moves := make([]merge.Moved, len(rep.Renumbered))
+				for i, r := range rep.Renumbered {
+					moves[i] = merge.Moved{Renumber: r, Path: path, Branch: label}
 				}
-			default:
-				return exitcode.Bad("merge-driver: unknown KIND %q (want log, manifest, usage or knowledge)", kind)
+				if err := merge.AppendRecord(gitDir, moves); err != nil {
+					fmt.Fprintf(a.stderr, "learnwatch merge-driver: %v\n", err)
+				}
 			}
 			if err := os.WriteFile(args[2], out, 0o644); err != nil {
 				return fmt.Errorf("merge-driver: write %s: %w", args[2], err)
@@ -93,18 +84,6 @@ one line per renumbered entry and re-anchor the manifest and log.`,
 			return nil
 		},
 	}
-}
-
-// knowledgeKind is ADR or PF by the knowledge file's name ("" to infer it
-// from the entries).
-func knowledgeKind(path string) string {
-	switch strings.ToLower(filepath.Base(path)) {
-	case "decisions.md":
-		return markdown.ADR
-	case "pitfalls.md":
-		return markdown.PF
-	}
-	return ""
 }
 
 func firstNonEmpty(s ...string) string {
