@@ -1,10 +1,11 @@
 // Package hooks owns learnwatch's hooks: the git hooks it installs
 // (pre-commit, post-checkout, post-merge, post-rewrite) in the repository's
 // hooks directory with chaining of hooks it did not write; the git merge
-// drivers for the memory files (config and .gitattributes lines); its entries in the agent's
-// .claude/settings.json (SessionStart and Stop); the parsing of the agent's
-// hook input on stdin; and the citation scan that counts ADR-NNN/PF-NNN
-// mentions in a session transcript into .memory/.knowledge-usage.json.
+// drivers for the memory files (config and .gitattributes lines, see
+// mergedriver.go); its entries in the agent's .claude/settings.json
+// (SessionStart and Stop); the parsing of the agent's hook input on stdin;
+// and the citation scan that counts ADR-NNN/PF-NNN mentions in a session
+// transcript into .memory/.knowledge-usage.json.
 //
 // The hook entry points themselves (what `learnwatch hook <name>` does) live
 // with the command line; this package only installs, removes and inspects,
