@@ -71,6 +71,9 @@ type Result struct {
 	// a corrupt manifest that was set aside).
 	Problems []string `json:"problems,omitempty"`
 	Rendered []string `json:"rendered,omitempty"`
+	// Reanchored lists the knowledge entries a merge renumbered and that
+	// followed their Source marker ("obs_x: ADR-002 -> ADR-003", reanchor.go).
+	Reanchored []string `json:"reanchored,omitempty"`
 	// Log is the learning log as this reconcile left it (nil when there is
 	// none), so a caller that goes on to read it (the session-start index)
 	// does not parse the file again.
@@ -216,6 +219,7 @@ func Plan(st *State, now time.Time) Result {
 			first[s.ID] = s.Line
 		}
 	}
+	reanchor(st, sections, &res)
 	kept := st.Manifest.Entries[:0:0]
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
 	for _, e := range st.Manifest.Entries {

@@ -1,9 +1,11 @@
 // Package hooks owns learnwatch's hooks: the git hooks it installs
-// (pre-commit, post-checkout, post-merge) in the repository's hooks directory
-// with chaining of hooks it did not write; its entries in the agent's
-// .claude/settings.json (SessionStart and Stop); the parsing of the agent's
-// hook input on stdin; and the citation scan that counts ADR-NNN/PF-NNN
-// mentions in a session transcript into .memory/.knowledge-usage.json.
+// (pre-commit, post-checkout, post-merge, post-rewrite) in the repository's
+// hooks directory with chaining of hooks it did not write; the git merge
+// drivers for the memory files (config and .gitattributes lines, see
+// mergedriver.go); its entries in the agent's .claude/settings.json
+// (SessionStart and Stop); the parsing of the agent's hook input on stdin;
+// and the citation scan that counts ADR-NNN/PF-NNN mentions in a session
+// transcript into .memory/.knowledge-usage.json.
 //
 // The hook entry points themselves (what `learnwatch hook <name>` does) live
 // with the command line; this package only installs, removes and inspects,
@@ -24,7 +26,7 @@ import (
 )
 
 // GitHooks are the git hooks learnwatch installs, in order.
-var GitHooks = []string{"pre-commit", "post-checkout", "post-merge"}
+var GitHooks = []string{"pre-commit", "post-checkout", "post-merge", "post-rewrite"}
 
 // Marker is the comment that identifies a hook script written by learnwatch.
 // A hook file without it is someone else's and is never overwritten.
@@ -70,6 +72,8 @@ type Hook struct {
 type Status struct {
 	Dir   string `json:"dir"` // the hooks directory git uses
 	Hooks []Hook `json:"hooks"`
+	// Drivers is the state of learnwatch's merge drivers (mergedriver.go).
+	Drivers *DriverState `json:"merge_drivers,omitempty"`
 }
 
 // Options configure Install.
@@ -161,7 +165,9 @@ func Check(root string) (Status, error) {
 		}
 		st.Hooks = append(st.Hooks, h)
 	}
-	return st, nil
+	ds, err := CheckMergeDrivers(root)
+	st.Drivers = &ds
+	return st, err
 }
 
 // inspect returns the state of one hook.
@@ -234,7 +240,9 @@ func Install(root string, opts Options) (Status, error) {
 			return st, err
 		}
 	}
-	return st, nil
+	ds, err := InstallMergeDrivers(root, opts.Binary)
+	st.Drivers = &ds
+	return st, err
 }
 
 func installOne(dir, name string, script []byte) (Hook, error) {
@@ -312,7 +320,9 @@ func Uninstall(root string) (Status, error) {
 			return st, err
 		}
 	}
-	return st, nil
+	ds, err := UninstallMergeDrivers(root)
+	st.Drivers = &ds
+	return st, err
 }
 
 func uninstallOne(dir, name string) (Hook, error) {

@@ -179,6 +179,7 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
+					defer printRenumbered(a, root) // after a merge, rebase or cherry-pick (mergedriver.go)
 					res, err := reconcile(a, root, a.hookConfig(root), false)
 					if err != nil {
 						return err

@@ -65,7 +65,7 @@ func newHooksCmd(a *app) *cobra.Command {
 	}
 	var gitFlag, claude bool
 	flags := func(cmd *cobra.Command, verb string) {
-		cmd.Flags().BoolVar(&gitFlag, "git", true, verb+" the git hooks (pre-commit, post-checkout, post-merge)")
+		cmd.Flags().BoolVar(&gitFlag, "git", true, verb+" the git hooks (pre-commit, post-checkout, post-merge, post-rewrite) and the merge drivers")
 		cmd.Flags().BoolVar(&claude, "claude", false, verb+" the agent's SessionStart and Stop hooks in .claude/settings.json")
 	}
 	install := &cobra.Command{
@@ -174,6 +174,9 @@ func printHooksStatus(w io.Writer, st hooksStatus) {
 				note += " [changed]"
 			}
 			fmt.Fprintf(w, "  %-14s %s%s\n", h.Name, h.State, note)
+		}
+		if d := st.Git.Drivers; d != nil {
+			printDrivers(w, *d)
 		}
 	}
 	if st.Claude != nil {

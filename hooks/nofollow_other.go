@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hooks
+
+const noFollow = 0

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package merge
+
+const noFollow = 0
