@@ -15,10 +15,11 @@ const (
 	KindOutcome       = "outcome"        // entry cited by a recorded run: Value is the implicit score
 	KindFalsePositive = "false_positive" // a validator flagged the entry as a false positive: harmful
 	KindManual        = "manual"         // human override: Value +1 promote, -1 deprecate, 0 reset
+	KindRestored      = "restored"       // a deleted artifact came back (or `restore`): cancels one deleted event
 )
 
 // Kinds lists every known kind.
-var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual}
+var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual, KindRestored}
 
 // Manual override values (Event.Value of a KindManual event).
 const (
@@ -104,6 +105,10 @@ type Stats struct {
 	// Regression: a false positive arrived after ≥3 reinforcements.
 	Regression bool
 
+	// deleted holds the magnitudes of the deleted events not cancelled
+	// by a restored event, oldest first.
+	deleted []float64
+
 	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
 	ManualReason string
 	ManualAt     time.Time
@@ -167,6 +172,10 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		if e.Type != "" {
 			s.Type = e.Type
 		}
+		if e.Kind == KindRestored {
+			out[e.Target] = cancelDeleted(s, e)
+			continue
+		}
 		class, mag := Classify(e)
 		switch class {
 		case Unknown:
@@ -188,6 +197,9 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 			s.HelpfulEvents++
 			s.Reinforcements++
 		case Harmful:
+			if e.Kind == KindDeleted {
+				s.deleted = append(s.deleted, mag)
+			}
 			if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
 				s.Regression = true
 			}
@@ -215,6 +227,22 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		out[k] = finish(s, now)
 	}
 	return out
+}
+
+// cancelDeleted undoes the newest deleted event still in force: the
+// deletion was reversed (the artifact came back with its content, or a
+// person ran restore), so it is as if it never happened. A restored event
+// with no deletion to cancel changes nothing.
+func cancelDeleted(s Stats, e Event) Stats {
+	n := len(s.deleted)
+	if n == 0 {
+		return s
+	}
+	mag := s.deleted[n-1]
+	s.deleted = s.deleted[: n-1 : n-1]
+	s.Harmful = math.Max(0, s.Harmful-mag)
+	s.HarmfulEvents = max(0, s.HarmfulEvents-1)
+	return s
 }
 
 // finish applies the decay clock and derives weight and maturity. The sums
