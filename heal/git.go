@@ -37,6 +37,7 @@ const (
 type gitView struct {
 	repo     *git.Repository
 	prefix   string // the reconciled root relative to the worktree top: "dir/" or ""
+	top      string // the worktree top
 	head     *object.Commit
 	headTree *object.Tree
 	index    map[string]plumbing.Hash
@@ -67,7 +68,7 @@ func openGit(root string) *gitView {
 	if !ok {
 		return nil
 	}
-	g := &gitView{repo: repo, prefix: prefix, index: map[string]plumbing.Hash{}, anchors: map[plumbing.Hash]map[string]bool{}}
+	g := &gitView{repo: repo, prefix: prefix, top: wt.Filesystem.Root(), index: map[string]plumbing.Hash{}, anchors: map[plumbing.Hash]map[string]bool{}}
 	if idx, err := repo.Storer.Index(); err == nil {
 		for _, e := range idx.Entries {
 			g.index[e.Name] = e.Hash
@@ -101,6 +102,25 @@ func prefixOf(top, root string) (string, bool) {
 		return "", true
 	}
 	return filepath.ToSlash(rel) + "/", true
+}
+
+// Tracked reports whether git's index holds the file at path (absolute):
+// false outside git.
+func Tracked(root, path string) bool {
+	g := openGit(root)
+	if g == nil {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rel, ok := prefixOf(g.top, abs)
+	if !ok {
+		return false
+	}
+	_, in := g.index[strings.TrimSuffix(rel, "/")]
+	return in
 }
 
 // headHash is the checked-out commit, "" before the first commit.

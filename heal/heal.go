@@ -47,6 +47,13 @@ type Options struct {
 	// left alone and listed in Result.Pending. The watcher uses it for its
 	// grace window; nil means every deletion is confirmed at once.
 	Confirm map[string]bool
+	// MarkTracked lets the staleness pass write its marks (mayBeStale,
+	// staleReason, needsReview) into a learning log that git tracks. Off,
+	// such a log keeps its marks as they were: marks computed on whatever
+	// is checked out must not leave a tracked file modified (a checkout or
+	// rebase would then refuse to run). The explicit reconcile command sets
+	// it; hooks and the watcher do not.
+	MarkTracked bool
 }
 
 // Result counts what a reconcile found and did.
@@ -437,6 +444,27 @@ func Plan(st *State, now time.Time) Result {
 	return res
 }
 
+// marks are an observation's staleness marks.
+type marks struct {
+	o                       *manifest.Observation
+	needsReview, mayBeStale bool
+	reason                  string
+}
+
+func saveMarks(log *manifest.Log) []marks {
+	var out []marks
+	for _, o := range log.Observations() {
+		out = append(out, marks{o, o.NeedsReview, o.MayBeStale, o.StaleReason})
+	}
+	return out
+}
+
+func restoreMarks(saved []marks) {
+	for _, m := range saved {
+		m.o.NeedsReview, m.o.MayBeStale, m.o.StaleReason = m.needsReview, m.mayBeStale, m.reason
+	}
+}
+
 // restore reverses a deletion penalty recorded in d — when it is still in
 // force: a person who deprecated or promoted the observation since has the
 // last word.
@@ -611,7 +639,12 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
 	if opts.Stale != nil {
+		var saved []marks
+		if !opts.MarkTracked && Tracked(root, p.Log) {
+			saved = saveMarks(st.Log)
+		}
 		n, err := opts.Stale(root, st.Log)
+		restoreMarks(saved)
 		if err != nil {
 			res.Problems = append(res.Problems, "staleness check: "+err.Error())
 		}

@@ -104,6 +104,17 @@ func mergeExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Penalised counts the entries kept with a deletion record.
+func (m *Manifest) Penalised() int {
+	n := 0
+	for _, e := range m.Entries {
+		if e.Deleted != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // IsKnowledge reports whether the entry is an ADR/PF anchor in a knowledge
 // file rather than a whole-file artifact.
 func (e Entry) IsKnowledge() bool { return e.AnchorID != "" }

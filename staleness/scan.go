@@ -151,7 +151,9 @@ func Mark(log *manifest.Log, findings []Finding) int {
 			continue
 		}
 		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
-			o.MayBeStale, o.StaleReason = false, ""
+			// The reference resolves again: the review flag staleness set
+			// goes with it.
+			o.MayBeStale, o.StaleReason, o.NeedsReview = false, "", false
 			n++
 		}
 	}

@@ -148,7 +148,9 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					if res.Deletions+res.Edits+res.Healed+res.Stale > 0 {
+					// Quiet unless a person's deletion was penalised, a
+					// penalty reversed or an entry healed.
+					if res.Deletions+res.Restored+res.Healed > 0 {
 						fmt.Fprintf(a.stderr, "learnwatch: %s\n", res.Summary())
 					}
 					return nil
