@@ -272,7 +272,9 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 				if ts.FailureReasons[r] == 0 {
 					r = "anchor-lost"
 				}
-				ts.FailureReasons[r]--
+				if ts.FailureReasons[r]--; ts.FailureReasons[r] == 0 {
+					delete(ts.FailureReasons, r)
+				}
 				ts.N--
 				ts.Failures--
 				out[e.Type] = ts

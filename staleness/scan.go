@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -144,6 +145,9 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 		if ref, ok := first[o.ID]; ok {
 			reason := ReasonPrefix + ref
+			if lifecycle.ResolvedStale(o) == reason {
+				continue // a person resolved this very mark
+			}
 			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {
 				o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
 				n++
