@@ -84,26 +84,36 @@ func Edit(o *manifest.Observation, c Change) error {
 }
 
 // Resolution is the record `learnwatch resolve` keeps on an observation
-// (its "resolved" field): who cleared which flag, when and why.
+// (its "resolved" field): when, why, and which staleness marks a person
+// declared fine.
 type Resolution struct {
 	At     string `json:"at"`
 	Reason string `json:"reason"`
-	// StaleReason is the staleness mark that was cleared: the staleness
-	// pass does not set the same mark again.
-	StaleReason string `json:"staleReason,omitempty"`
+	// StaleReasons are the staleness marks resolved so far: the staleness
+	// pass and the pre-commit check do not raise them again.
+	StaleReasons []string `json:"staleReasons,omitempty"`
 }
 
 // Resolve clears o's review flags (needsReview, mayBeStale, staleReason)
-// by hand and records why in o's "resolved" field. It reports whether
-// there was anything to clear.
-func Resolve(o *manifest.Observation, reason string, now time.Time) (bool, error) {
+// by hand and records why in o's "resolved" field, with the staleness mark
+// it cleared. staleReason, when not empty, names a mark to resolve that is
+// not set yet (a reference the pre-commit check reports before any
+// reconcile marked it). It reports whether anything changed.
+func Resolve(o *manifest.Observation, reason, staleReason string, now time.Time) (bool, error) {
 	if strings.TrimSpace(reason) == "" {
 		return false, errors.New("--reason: say why the flag no longer applies")
 	}
-	if !o.NeedsReview && !o.MayBeStale && o.StaleReason == "" {
+	if staleReason == "" {
+		staleReason = o.StaleReason
+	}
+	if !o.NeedsReview && !o.MayBeStale && staleReason == "" {
 		return false, nil
 	}
-	r := Resolution{At: now.UTC().Format(time.RFC3339), Reason: reason, StaleReason: o.StaleReason}
+	r := resolution(o)
+	r.At, r.Reason = now.UTC().Format(time.RFC3339), reason
+	if staleReason != "" && !slices.Contains(r.StaleReasons, staleReason) {
+		r.StaleReasons = append(r.StaleReasons, staleReason)
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return false, err
@@ -113,16 +123,17 @@ func Resolve(o *manifest.Observation, reason string, now time.Time) (bool, error
 	return true, nil
 }
 
-// ResolvedStale returns the staleness mark a person resolved on o ("" when
-// none): the staleness pass leaves that mark off.
-func ResolvedStale(o *manifest.Observation) string {
-	raw, ok := o.Extra("resolved")
-	if !ok {
-		return ""
-	}
+func resolution(o *manifest.Observation) Resolution {
 	var r Resolution
-	if json.Unmarshal(raw, &r) != nil {
-		return ""
+	if raw, ok := o.Extra("resolved"); ok {
+		_ = json.Unmarshal(raw, &r) // a hand-made record that does not fit starts over
 	}
-	return r.StaleReason
+	return r
+}
+
+// Resolved reports whether a person resolved the staleness mark
+// staleReason on o: the staleness pass leaves it off, the pre-commit check
+// does not report it.
+func Resolved(o *manifest.Observation, staleReason string) bool {
+	return slices.Contains(resolution(o).StaleReasons, staleReason)
 }

@@ -145,7 +145,7 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 		if ref, ok := first[o.ID]; ok {
 			reason := ReasonPrefix + ref
-			if lifecycle.ResolvedStale(o) == reason {
+			if lifecycle.Resolved(o, reason) {
 				continue // a person resolved this very mark
 			}
 			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {

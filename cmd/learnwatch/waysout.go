@@ -12,6 +12,7 @@ import (
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // The ways out of a penalty or a review flag: restore, resolve, edit.
@@ -64,9 +65,9 @@ ready, so the next render writes it again.`,
 }
 
 func newResolveCmd(a *app) *cobra.Command {
-	var reason string
+	var reason, ref string
 	cmd := &cobra.Command{
-		Use:   "resolve OBS_ID --reason TEXT",
+		Use:   "resolve OBS_ID --reason TEXT [--ref PATH]",
 		Short: "Clear an observation's review flags (needsReview, mayBeStale) by hand, recording why",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -86,7 +87,11 @@ func newResolveCmd(a *app) *cobra.Command {
 				if o == nil {
 					return exitcode.Bad("resolve: %s: no such observation in the learning log", id)
 				}
-				if cleared, err = lifecycle.Resolve(o, reason, now()); err != nil {
+				mark := ""
+				if ref != "" {
+					mark = staleness.ReasonPrefix + ref
+				}
+				if cleared, err = lifecycle.Resolve(o, reason, mark, now()); err != nil {
 					return exitcode.Bad("resolve %s: %v", id, err)
 				}
 				if !cleared {
@@ -108,6 +113,7 @@ func newResolveCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the flag no longer applies (required, recorded)")
+	cmd.Flags().StringVar(&ref, "ref", "", "a stale reference to accept before anything marked it (as the pre-commit check names it)")
 	return cmd
 }
 
