@@ -459,6 +459,15 @@ func saveMarks(log *manifest.Log) []marks {
 	return out
 }
 
+func marksChanged(saved []marks) bool {
+	for _, m := range saved {
+		if m.o.NeedsReview != m.needsReview || m.o.MayBeStale != m.mayBeStale || m.o.StaleReason != m.reason {
+			return true
+		}
+	}
+	return false
+}
+
 func restoreMarks(saved []marks) {
 	for _, m := range saved {
 		m.o.NeedsReview, m.o.MayBeStale, m.o.StaleReason = m.needsReview, m.mayBeStale, m.reason
@@ -640,11 +649,14 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	res.Log = st.Log
 	if opts.Stale != nil {
 		var saved []marks
-		if !opts.MarkTracked && Tracked(root, p.Log) {
+		if !opts.MarkTracked {
 			saved = saveMarks(st.Log)
 		}
 		n, err := opts.Stale(root, st.Log)
-		restoreMarks(saved)
+		// git is asked only when the pass changed a mark.
+		if marksChanged(saved) && Tracked(root, p.Log) {
+			restoreMarks(saved)
+		}
 		if err != nil {
 			res.Problems = append(res.Problems, "staleness check: "+err.Error())
 		}
