@@ -254,6 +254,42 @@ func (st *State) present(rel, anchor, obsID string) bool {
 	return false
 }
 
+// returned reports whether the artifact of a penalised entry is back: the
+// file, or a section with its anchor that no live entry claims and whose
+// Source marker, if any, names the entry's observation (render may give a
+// freed ADR/PF id to another observation: that is not this one back).
+func (st *State) returned(e manifest.Entry, rel string, live map[string]bool) bool {
+	if !st.present(rel, e.AnchorID, e.ObservationID) {
+		return false
+	}
+	if e.AnchorID == "" {
+		return true
+	}
+	if live[rel+"#"+e.AnchorID] {
+		return false
+	}
+	secs := st.Sections[rel]
+	if _, ok := st.Knowledge[rel]; !ok {
+		secs = markdown.Sections(st.Files[rel])
+	}
+	s, _ := findAnchor(secs, e.AnchorID, e.ObservationID)
+	return s.Source == "" || s.Source == e.ObservationID
+}
+
+// liveAnchors are the "path#anchor" keys of the entries without a deletion
+// record.
+func liveAnchors(st *State) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		if e.Deleted == nil && e.AnchorID != "" {
+			if rel, ok := st.Rel[e.Path]; ok {
+				out[rel+"#"+e.AnchorID] = true
+			}
+		}
+	}
+	return out
+}
+
 // askGit decides, for the few artifacts that are missing (or penalised and
 // back), what git had to do with it. The repository is opened only when
 // there is such an artifact.
@@ -263,6 +299,7 @@ func (st *State) askGit() {
 		since                  time.Time
 	}
 	var missing, back []item
+	live := liveAnchors(st)
 	for _, e := range st.Manifest.Entries {
 		if _, refused := st.Refused[e.Path]; refused {
 			continue
@@ -271,13 +308,12 @@ func (st *State) askGit() {
 		if !ok || st.Unreadable[rel] != nil || st.Log.Find(e.ObservationID) == nil {
 			continue
 		}
-		found := st.present(rel, e.AnchorID, e.ObservationID)
 		it := item{key: artifactKey(rel, e.AnchorID), rel: rel, anchor: e.AnchorID}
 		switch {
-		case e.Deleted == nil && !found:
+		case e.Deleted == nil && !st.present(rel, e.AnchorID, e.ObservationID):
 			it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
 			missing = append(missing, it)
-		case e.Deleted != nil && found:
+		case e.Deleted != nil && st.returned(e, rel, live):
 			it.head = e.Deleted.Head
 			back = append(back, it)
 		}
@@ -325,6 +361,7 @@ func Plan(st *State, now time.Time) Result {
 			first[s.ID] = s.Line
 		}
 	}
+	live := liveAnchors(st)
 	kept := st.Manifest.Entries[:0:0]
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
 	for _, e := range st.Manifest.Entries {
@@ -371,7 +408,12 @@ func Plan(st *State, now time.Time) Result {
 		if e.Deleted != nil {
 			// Penalised earlier: still gone, or back only because a
 			// checkout moved to a line that has it → the penalty stands.
-			if !found || st.BackByCheckout[key] {
+			if !found || !st.returned(e, rel, live) || st.BackByCheckout[key] {
+				if e.AnchorID != "" && !live[rel+"#"+e.AnchorID] {
+					// Not this entry's section (or not back): leave it
+					// to rebuild and self-heal.
+					delete(claimed, rel+"#"+e.AnchorID)
+				}
 				kept = append(kept, e)
 				continue
 			}

@@ -46,7 +46,7 @@ func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 	o.Status, o.Confidence, o.DeprecatedAt = d.Status, d.Confidence, d.DeprecatedAt
 	res := UndoResult{ID: id}
 	rel, ok := st.Rel[e.Path]
-	if ok && st.present(rel, e.AnchorID, id) {
+	if ok && st.returned(e, rel, liveAnchors(st)) {
 		e.Deleted = nil
 		e.ContentHash = manifest.Hash(st.artifact(rel, e.AnchorID, id))
 		e.Path = rel

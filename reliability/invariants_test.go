@@ -34,8 +34,9 @@ type expect struct {
 	// unreadable): they may stay created and unregistered.
 	dangling map[string]bool
 	// removed are the artifacts the scenario itself deleted, as "path" or
-	// "path#ADR-NNN": the only ones that may carry a deletion penalty (no
-	// penalty without a deletion by the person).
+	// "path#ADR-NNN", and the targets their deleted feedback events may
+	// name (observation ids, ADR/PF ids): the only ones that may carry a
+	// deletion penalty (no penalty without a deletion by the person).
 	removed map[string]bool
 	// killed is set when some process was SIGKILLed: a stray temp file of
 	// an atomic write it was in is allowed (never a half-written file).
@@ -53,6 +54,10 @@ func (e expect) clone() expect {
 		c.obs[k] = v
 	}
 	c.corrupt = append([]string(nil), e.corrupt...)
+	c.removed = make(map[string]bool, len(e.removed))
+	for k, v := range e.removed {
+		c.removed[k] = v
+	}
 	return c
 }
 
@@ -183,17 +188,18 @@ func verify(root string, e expect) []string {
 				continue
 			}
 			key := rel + "#" + en.AnchorID
-			if other, dup := byPath[key]; dup {
-				bad("manifest: %s and %s both registered at %s", other, en.ObservationID, key)
-			}
-			byPath[key] = en.ObservationID
 			if en.Deleted != nil {
-				// A penalty: kept to be undone; its artifact is gone.
+				// A penalty, kept to be undone; its artifact is gone (and a
+				// freed ADR/PF id may have gone to another observation).
 				if k := strings.TrimSuffix(key, "#"); !e.removed[k] {
 					bad("penalty without a deletion by the person: %s (%s) was penalised, the scenario never removed it", en.ObservationID, k)
 				}
 				continue
 			}
+			if other, dup := byPath[key]; dup {
+				bad("manifest: %s and %s both registered at %s", other, en.ObservationID, key)
+			}
+			byPath[key] = en.ObservationID
 			o, ok := obs[en.ObservationID]
 			if !ok {
 				if e.settled {
@@ -315,7 +321,7 @@ func verify(root string, e expect) []string {
 	if data, err := os.ReadFile(filepath.Join(p.Memory, "feedback.jsonl")); err == nil {
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			var ev struct{ Target, Kind, Source string }
-			if json.Unmarshal(line, &ev) == nil && ev.Kind == "deleted" && ev.Source == "reconcile" && !allowed[ev.Target] {
+			if json.Unmarshal(line, &ev) == nil && ev.Kind == "deleted" && ev.Source == "reconcile" && !allowed[ev.Target] && !e.removed[ev.Target] {
 				bad("penalty without a deletion by the person: a deleted event for %s, whose artifact the scenario never removed", ev.Target)
 			}
 		}
