@@ -15,7 +15,6 @@ const (
 	KindOutcome       = "outcome"        // entry cited by a recorded run: Value is the implicit score
 	KindFalsePositive = "false_positive" // a validator flagged the entry as a false positive: harmful
 	KindManual        = "manual"         // human override: Value +1 promote, -1 deprecate, 0 reset
-	KindRestored      = "restored"       // a deleted artifact came back (or `restore`): cancels one deleted event
 )
 
 // Kinds lists every known kind.
@@ -227,22 +226,6 @@ func Fold(events []Event, now time.Time) map[string]Stats {
 		out[k] = finish(s, now)
 	}
 	return out
-}
-
-// cancelDeleted undoes the newest deleted event still in force: the
-// deletion was reversed (the artifact came back with its content, or a
-// person ran restore), so it is as if it never happened. A restored event
-// with no deletion to cancel changes nothing.
-func cancelDeleted(s Stats, e Event) Stats {
-	n := len(s.deleted)
-	if n == 0 {
-		return s
-	}
-	mag := s.deleted[n-1]
-	s.deleted = s.deleted[: n-1 : n-1]
-	s.Harmful = math.Max(0, s.Harmful-mag)
-	s.HarmfulEvents = max(0, s.HarmfulEvents-1)
-	return s
 }
 
 // finish applies the decay clock and derives weight and maturity. The sums
