@@ -32,6 +32,8 @@ deprecated_at go back to the values recorded when the penalty was applied,
 and a restored feedback event cancels the deleted one. When the artifact is
 there it is tracked again; when it is gone the observation goes back to
 ready, so the next render writes it again.`,
+		Example: `  learnwatch restore obs_release          # the command was deleted by mistake
+  learnwatch restore obs_release --json   # {"id","status","confidence","tracked"}`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			root, cfg, err := a.setup()
@@ -69,7 +71,9 @@ func newResolveCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resolve OBS_ID --reason TEXT [--ref PATH]",
 		Short: "Clear an observation's review flags (needsReview, mayBeStale) by hand, recording why",
-		Args:  cobra.ExactArgs(1),
+		Example: `  learnwatch resolve obs_cache --reason "the cache moved, the advice still holds"
+  learnwatch resolve obs_cli --ref src/cli.go --reason "kept on purpose"   # before the pre-commit check blocks`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			root, cfg, err := a.setup()
 			if err != nil {
@@ -126,6 +130,8 @@ func newEditCmd(a *app) *cobra.Command {
 given with --details/--pattern or as one JSON object on stdin. Every other
 field is kept. An artifact already rendered from it is not rewritten: the
 file is the person's; edit changes what the log (and a later render) holds.`,
+		Example: `  learnwatch edit obs_cache --details "context: …; decision: …; rationale: …"
+  echo '{"pattern":"Retries must be idempotent"}' | learnwatch edit obs_retry`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, cfg, err := a.setup()
