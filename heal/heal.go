@@ -5,6 +5,13 @@
 // hash, an unchanged file is counted — and it self-heals knowledge entries
 // whose render crashed between the knowledge write and the log write.
 //
+// A missing artifact is a deletion only when the person removed it: in a
+// git work tree, one the checked-out commit merely does not have (a branch
+// switch, rebase, stash) is absent and kept (git.go decides from the index,
+// trees and a bounded history walk). A penalty keeps the manifest entry with
+// a record of what it changed, so that the artifact coming back reverses it
+// exactly (Plan), or a person does (Undo, `learnwatch restore`).
+//
 // Plan decides from the loaded state without I/O; Reconcile loads the state
 // under the lock, plans, and writes the log, then the manifest, atomically.
 package heal

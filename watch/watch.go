@@ -12,7 +12,9 @@
 // "something under here changed"; what changed is decided by reconcile,
 // which re-checks every path after the debounce window, so an editor's
 // atomic save (write a temp file, rename it over) is an edit, never a
-// deletion.
+// deletion. A missing artifact is called deleted only after it stayed
+// missing for the grace window (watch.grace), so a file moved aside for a
+// moment and put back is nothing.
 package watch
 
 import (
