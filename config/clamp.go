@@ -30,6 +30,7 @@ var (
 	DebounceRange    = DurationRange{"watch.debounce", 10 * time.Millisecond, 10 * time.Second}
 	MaxDelayRange    = DurationRange{"watch.max_delay", 100 * time.Millisecond, time.Minute}
 	RescanRange      = DurationRange{"watch.rescan", 5 * time.Second, time.Hour}
+	GraceRange       = DurationRange{"watch.grace", 100 * time.Millisecond, 10 * time.Minute}
 	LockTimeoutRange = DurationRange{"lock.timeout", 100 * time.Millisecond, time.Minute}
 )
 
@@ -43,6 +44,7 @@ func (c *Config) Clamp() []string {
 	DebounceRange.clamp(&c.Watch.Debounce.Duration, &warn)
 	MaxDelayRange.clamp(&c.Watch.MaxDelay.Duration, &warn)
 	RescanRange.clamp(&c.Watch.Rescan.Duration, &warn)
+	GraceRange.clamp(&c.Watch.Grace.Duration, &warn)
 	LockTimeoutRange.clamp(&c.Lock.Timeout.Duration, &warn)
 	return warn
 }

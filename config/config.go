@@ -64,6 +64,11 @@ type Watch struct {
 	// reconcile (measured from the first event of a burst; 0: the watcher's
 	// default, 2s).
 	MaxDelay Duration `yaml:"max_delay"`
+	// Grace is how long an artifact must stay missing, beyond the
+	// debounce, before the watcher calls it deleted (0: the watcher's
+	// default, 2s): an editor or a script that moves a file aside and back
+	// is not a deletion.
+	Grace Duration `yaml:"grace"`
 }
 
 // Index configures the session-start index.

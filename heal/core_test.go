@@ -111,8 +111,14 @@ func TestReconcileCounts(t *testing.T) {
 		t.Errorf("edited obs_wf2 changed: %+v", o)
 	}
 	m, _, _ := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
-	if len(m.Entries) != 2 || m.Entries[m.Find("obs_wf2")].ContentHash != manifest.Hash([]byte("edited\n")) {
+	if len(m.Entries) != 4 || m.Entries[m.Find("obs_wf2")].ContentHash != manifest.Hash([]byte("edited\n")) {
 		t.Errorf("manifest after reconcile: %+v", m.Entries)
+	}
+	// The deleted entries are kept with what the penalty changed.
+	for _, id := range []string{"obs_wf", "obs_de"} {
+		if d := m.Entries[m.Find(id)].Deleted; d == nil || d.Status != manifest.Created || d.Confidence != 0.95 || d.At != "2026-01-05T00:00:00Z" {
+			t.Errorf("%s deletion record: %+v", id, d)
+		}
 	}
 	if res := runReconcile(t, root); res.Unchanged != 2 || res.Deletions+res.Edits+res.Healed != 0 || len(res.Wrote) != 0 {
 		t.Errorf("second reconcile: %+v (wrote %v)", res, res.Wrote)

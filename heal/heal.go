@@ -5,6 +5,13 @@
 // hash, an unchanged file is counted — and it self-heals knowledge entries
 // whose render crashed between the knowledge write and the log write.
 //
+// A missing artifact is a deletion only when the person removed it: in a
+// git work tree, one the checked-out commit merely does not have (a branch
+// switch, rebase, stash) is absent and kept (git.go decides from the index,
+// trees and a bounded history walk). A penalty keeps the manifest entry with
+// a record of what it changed, so that the artifact coming back reverses it
+// exactly (Plan), or a person does (Undo, `learnwatch restore`).
+//
 // Plan decides from the loaded state without I/O; Reconcile loads the state
 // under the lock, plans, and writes the log, then the manifest, atomically.
 package heal
@@ -43,6 +50,18 @@ type Options struct {
 	// lock) and returns how many references are stale. It may mark
 	// observations in the log; reconcile writes them.
 	Stale func(root string, log *manifest.Log) (int, error)
+	// Confirm, when non-nil, holds the artifacts (keys as in
+	// Result.Pending) that may be called deleted: any other missing one is
+	// left alone and listed in Result.Pending. The watcher uses it for its
+	// grace window; nil means every deletion is confirmed at once.
+	Confirm map[string]bool
+	// MarkTracked lets the staleness pass write its marks (mayBeStale,
+	// staleReason, needsReview) into a learning log that git tracks. Off,
+	// such a log keeps its marks as they were: marks computed on whatever
+	// is checked out must not leave a tracked file modified (a checkout or
+	// rebase would then refuse to run). The explicit reconcile command sets
+	// it; hooks and the watcher do not.
+	MarkTracked bool
 }
 
 // Result counts what a reconcile found and did.
@@ -59,11 +78,23 @@ type Result struct {
 	// Rebuilt counts created observations registered again because the
 	// manifest had lost them (absent or corrupt manifest).
 	Rebuilt int `json:"rebuilt"`
+	// Absent counts artifacts missing because of git: the checked-out
+	// commit does not have them (another branch does). They are kept.
+	Absent int `json:"absent"`
+	// Restored counts penalised artifacts that came back: the penalty was
+	// reversed.
+	Restored int `json:"restored"`
 
 	Deleted    []string `json:"deleted,omitempty"`
 	Edited     []string `json:"edited,omitempty"`
 	HealedIDs  []string `json:"healed_ids,omitempty"`
 	RebuiltIDs []string `json:"rebuilt_ids,omitempty"`
+	AbsentIDs  []string `json:"absent_ids,omitempty"`
+	// RestoredIDs are the observations whose penalty was reversed.
+	RestoredIDs []string `json:"restored_ids,omitempty"`
+	// Pending are the missing artifacts not yet called deleted because
+	// Options.Confirm did not list them: "path" or "path#ADR-NNN".
+	Pending []string `json:"pending,omitempty"`
 	// Kept are the observations whose artifacts were found unchanged.
 	Kept         []string `json:"-"`
 	RefusedPaths []string `json:"refused_paths,omitempty"`
@@ -112,6 +143,17 @@ type State struct {
 	Missing    map[string]bool
 	Unreadable map[string]error
 	Refused    map[string]error
+	// Sections are the parsed sections of each knowledge file.
+	Sections map[string][]markdown.Section
+	// Absent holds the missing artifacts ("path" or "path#ADR-NNN") that
+	// git took away (see gitView.deleted); BackByCheckout the penalised
+	// ones present again only because HEAD moved to another line. Head is
+	// the checked-out commit when there was anything to decide.
+	Absent         map[string]bool
+	BackByCheckout map[string]bool
+	Head           string
+	// Confirm is Options.Confirm.
+	Confirm map[string]bool
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
@@ -197,7 +239,122 @@ func Load(root string) (*State, error) {
 			read(p)
 		}
 	}
+	st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
+	for rel, src := range st.Knowledge {
+		st.Sections[rel] = markdown.Sections(src)
+	}
+	st.askGit()
 	return st, nil
+}
+
+// artifactKey names an artifact: its path, with "#anchor" for a knowledge
+// entry.
+func artifactKey(rel, anchor string) string {
+	if anchor == "" {
+		return rel
+	}
+	return rel + "#" + anchor
+}
+
+// present reports whether the manifest entry's artifact is in the work tree.
+func (st *State) present(rel, anchor, obsID string) bool {
+	if anchor == "" {
+		_, ok := st.Files[rel]
+		return ok
+	}
+	if _, ok := st.Knowledge[rel]; ok {
+		_, ok := findAnchor(st.Sections[rel], anchor, obsID)
+		return ok
+	}
+	if b, ok := st.Files[rel]; ok {
+		_, ok := findAnchor(markdown.Sections(b), anchor, obsID)
+		return ok
+	}
+	return false
+}
+
+// returned reports whether the artifact of a penalised entry is back: the
+// file, or a section with its anchor that no live entry claims and whose
+// Source marker, if any, names the entry's observation (render may give a
+// freed ADR/PF id to another observation: that is not this one back).
+func (st *State) returned(e manifest.Entry, rel string, live map[string]bool) bool {
+	if !st.present(rel, e.AnchorID, e.ObservationID) {
+		return false
+	}
+	if e.AnchorID == "" {
+		return true
+	}
+	if live[rel+"#"+e.AnchorID] {
+		return false
+	}
+	secs := st.Sections[rel]
+	if _, ok := st.Knowledge[rel]; !ok {
+		secs = markdown.Sections(st.Files[rel])
+	}
+	s, _ := findAnchor(secs, e.AnchorID, e.ObservationID)
+	return s.Source == "" || s.Source == e.ObservationID
+}
+
+// liveAnchors are the "path#anchor" keys of the entries without a deletion
+// record.
+func liveAnchors(st *State) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		if e.Deleted == nil && e.AnchorID != "" {
+			if rel, ok := st.Rel[e.Path]; ok {
+				out[rel+"#"+e.AnchorID] = true
+			}
+		}
+	}
+	return out
+}
+
+// askGit decides, for the few artifacts that are missing (or penalised and
+// back), what git had to do with it. The repository is opened only when
+// there is such an artifact.
+func (st *State) askGit() {
+	type item struct {
+		key, rel, anchor, head string
+		since                  time.Time
+	}
+	var missing, back []item
+	live := liveAnchors(st)
+	for _, e := range st.Manifest.Entries {
+		if _, refused := st.Refused[e.Path]; refused {
+			continue
+		}
+		rel, ok := st.Rel[e.Path]
+		if !ok || st.Unreadable[rel] != nil || st.Log.Find(e.ObservationID) == nil {
+			continue
+		}
+		it := item{key: artifactKey(rel, e.AnchorID), rel: rel, anchor: e.AnchorID}
+		switch {
+		case e.Deleted == nil && !st.present(rel, e.AnchorID, e.ObservationID):
+			it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
+			missing = append(missing, it)
+		case e.Deleted != nil && st.returned(e, rel, live):
+			it.head = e.Deleted.Head
+			back = append(back, it)
+		}
+	}
+	st.Absent, st.BackByCheckout = map[string]bool{}, map[string]bool{}
+	if len(missing) == 0 && len(back) == 0 {
+		return
+	}
+	g := openGit(st.Root)
+	st.Head = g.headHash()
+	// The oldest render first: it sets how far back history is read.
+	slices.SortStableFunc(missing, func(a, b item) int { return a.since.Compare(b.since) })
+	for _, it := range missing {
+		if !g.deleted(it.rel, it.anchor, it.since) {
+			st.Absent[it.key] = true
+		}
+	}
+	for _, it := range back {
+		if g.backByCheckout(it.rel, it.anchor, it.head) {
+			st.BackByCheckout[it.key] = true
+		}
+	}
 }
 
 // Plan applies DESIGN.md §4 to st in memory: it edits the log's
@@ -205,10 +362,14 @@ func Load(root string) (*State, error) {
 // counts. It does no I/O.
 func Plan(st *State, now time.Time) Result {
 	res := Result{Corrupt: st.Log.Corrupt()}
-	sections := map[string][]markdown.Section{}
-	for rel, src := range st.Knowledge {
-		sections[rel] = markdown.Sections(src)
+	sections := st.Sections
+	if sections == nil {
+		sections = map[string][]markdown.Section{}
+		for rel, src := range st.Knowledge {
+			sections[rel] = markdown.Sections(src)
+		}
 	}
+	stamp := now.UTC().Format(time.RFC3339)
 	for _, rel := range sortedKeys(st.Knowledge) {
 		first := map[string]int{}
 		for _, s := range sections[rel] {
@@ -220,6 +381,7 @@ func Plan(st *State, now time.Time) Result {
 		}
 	}
 	reanchor(st, sections, &res)
+	live := liveAnchors(st)
 	kept := st.Manifest.Entries[:0:0]
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
 	for _, e := range st.Manifest.Entries {
@@ -269,7 +431,48 @@ func Plan(st *State, now time.Time) Result {
 		} else if b, ok := st.Files[rel]; ok {
 			current, legacy, found = b, b, true
 		}
+		key := artifactKey(rel, e.AnchorID)
+		if e.Deleted != nil {
+			// Penalised earlier: still gone, or back only because a
+			// checkout moved to a line that has it → the penalty stands.
+			if !found || !st.returned(e, rel, live) || st.BackByCheckout[key] {
+				if e.AnchorID != "" && !live[rel+"#"+e.AnchorID] {
+					// Not this entry's section (or not back): leave it
+					// to rebuild and self-heal.
+					delete(claimed, rel+"#"+e.AnchorID)
+				}
+				kept = append(kept, e)
+				continue
+			}
+			restore(o, e.Deleted)
+			e.Deleted = nil
+			res.Restored++
+			res.RestoredIDs = append(res.RestoredIDs, o.ID)
+			res.Events = append(res.Events, signal(e, o, learn.KindRestored, "reappeared", now))
+			if !manifest.Unchanged(e.ContentHash, current, legacy) {
+				// Back with other content: re-adopted as an edit.
+				e.ContentHash = manifest.Hash(current)
+				e.Path = rel
+				res.Edits++
+				res.Edited = append(res.Edited, o.ID)
+				res.Events = append(res.Events, signal(e, o, learn.KindEdited, "", now))
+			}
+			kept = append(kept, e)
+			continue
+		}
 		if !found {
+			if st.Absent[key] {
+				res.Absent++
+				res.AbsentIDs = append(res.AbsentIDs, o.ID)
+				kept = append(kept, e)
+				continue
+			}
+			if st.Confirm != nil && !st.Confirm[key] {
+				res.Pending = append(res.Pending, key)
+				kept = append(kept, e)
+				continue
+			}
+			e.Deleted = &manifest.Deletion{At: stamp, Status: o.Status, Confidence: o.Confidence, DeprecatedAt: o.DeprecatedAt, Head: st.Head}
 			if o.Status != manifest.Deprecated {
 				lifecycle.Penalize(o, now)
 			}
@@ -280,6 +483,7 @@ func Plan(st *State, now time.Time) Result {
 				reason = "anchor-lost"
 			}
 			res.Events = append(res.Events, signal(e, o, learn.KindDeleted, reason, now))
+			kept = append(kept, e)
 			continue
 		}
 		if manifest.Unchanged(e.ContentHash, current, legacy) {
@@ -307,6 +511,46 @@ func Plan(st *State, now time.Time) Result {
 		}
 	}
 	return res
+}
+
+// marks are an observation's staleness marks.
+type marks struct {
+	o                       *manifest.Observation
+	needsReview, mayBeStale bool
+	reason                  string
+}
+
+func saveMarks(log *manifest.Log) []marks {
+	var out []marks
+	for _, o := range log.Observations() {
+		out = append(out, marks{o, o.NeedsReview, o.MayBeStale, o.StaleReason})
+	}
+	return out
+}
+
+func marksChanged(saved []marks) bool {
+	for _, m := range saved {
+		if m.o.NeedsReview != m.needsReview || m.o.MayBeStale != m.mayBeStale || m.o.StaleReason != m.reason {
+			return true
+		}
+	}
+	return false
+}
+
+func restoreMarks(saved []marks) {
+	for _, m := range saved {
+		m.o.NeedsReview, m.o.MayBeStale, m.o.StaleReason = m.needsReview, m.mayBeStale, m.reason
+	}
+}
+
+// restore reverses a deletion penalty recorded in d — when it is still in
+// force: a person who deprecated or promoted the observation since has the
+// last word.
+func restore(o *manifest.Observation, d *manifest.Deletion) {
+	if o.Status != manifest.Deprecated || (o.DeprecatedAt != d.At && d.Status != manifest.Deprecated) {
+		return
+	}
+	o.Status, o.Confidence, o.DeprecatedAt = d.Status, d.Confidence, d.DeprecatedAt
 }
 
 // rebuild registers again the created observations whose manifest entry is
@@ -471,10 +715,19 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	// manifest entries are plain values.
 	usageBefore := len(st.Usage.Entries)
 	manifestBefore := append([]manifest.Entry(nil), st.Manifest.Entries...)
+	st.Confirm = opts.Confirm
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
 	if opts.Stale != nil {
+		var saved []marks
+		if !opts.MarkTracked {
+			saved = saveMarks(st.Log)
+		}
 		n, err := opts.Stale(root, st.Log)
+		// git is asked only when the pass changed a mark.
+		if marksChanged(saved) && Tracked(root, p.Log) {
+			restoreMarks(saved)
+		}
 		if err != nil {
 			res.Problems = append(res.Problems, "staleness check: "+err.Error())
 		}
@@ -584,7 +837,7 @@ func (r Result) Summary() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
+	}{{"absent", r.Absent}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
 		if kv.v > 0 {
 			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
 		}

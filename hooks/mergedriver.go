@@ -102,6 +102,23 @@ func GitDir(root string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
+// RebaseInProgress reports whether a rebase is under way in the worktree at
+// root (git keeps its state in rebase-merge/ or rebase-apply/ of the
+// worktree's git directory). The checkouts a rebase makes on the way are
+// not the person's: the post-rewrite hook reconciles once it has finished.
+func RebaseInProgress(root string) bool {
+	dir, err := GitDir(root)
+	if err != nil {
+		return false
+	}
+	for _, name := range []string{"rebase-merge", "rebase-apply"} {
+		if fi, err := os.Lstat(filepath.Join(dir, name)); err == nil && fi.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
 // configGet returns a local config value ("" and false when unset).
 func configGet(root, key string) (string, bool, error) {
 	out, err := git(root, "config", "--local", "--get", key)

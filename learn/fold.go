@@ -24,7 +24,7 @@ const (
 const AgeStepDays = 1.0
 
 // Kinds lists every known kind.
-var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual, KindAged}
+var Kinds = []string{KindDeleted, KindEdited, KindKept, KindCited, KindOutcome, KindFalsePositive, KindManual, KindAged, KindRestored}
 
 // Manual override values (Event.Value of a KindManual event).
 const (
@@ -142,6 +142,10 @@ type Stats struct {
 	// entry ("" when none named a role).
 	Via string
 
+	// deleted holds the magnitudes of the deleted events not cancelled
+	// by a restored event, oldest first.
+	deleted []float64
+
 	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
 	ManualReason string
 	ManualAt     time.Time
@@ -219,6 +223,10 @@ func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
 		if e.Type != "" {
 			s.Type = e.Type
 		}
+		if e.Kind == KindRestored {
+			out[e.Target] = cancelDeleted(s, e)
+			continue
+		}
 		class, mag := Classify(e)
 		switch class {
 		case Unknown:
@@ -244,6 +252,9 @@ func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
 			s.HelpfulEvents++
 			s.Reinforcements++
 		case Harmful:
+			if e.Kind == KindDeleted {
+				s.deleted = append(s.deleted, mag)
+			}
 			if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
 				s.Regression = true
 			}

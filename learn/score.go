@@ -320,6 +320,21 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 			if fail == "" {
 				fail = KindDeleted
 			}
+		case KindRestored:
+			// The deletion was undone: take back one deleted failure.
+			if n := ts.FailureReasons[KindDeleted] + ts.FailureReasons["anchor-lost"]; n > 0 && ts.N > 0 {
+				r := KindDeleted
+				if ts.FailureReasons[r] == 0 {
+					r = "anchor-lost"
+				}
+				if ts.FailureReasons[r]--; ts.FailureReasons[r] == 0 {
+					delete(ts.FailureReasons, r)
+				}
+				ts.N--
+				ts.Failures--
+				out[e.Type] = ts
+			}
+			continue
 		case KindFalsePositive:
 			fail = "false-positive"
 		case KindOutcome:

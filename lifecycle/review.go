@@ -31,7 +31,7 @@ func Review(obs []*manifest.Observation, now time.Time) []Attention {
 	for _, o := range obs {
 		var why []string
 		if o.NeedsReview {
-			why = append(why, "needs review")
+			why = append(why, "needs review (learnwatch edit "+o.ID+" to change it, learnwatch resolve "+o.ID+" --reason … to clear the flag)")
 		}
 		if o.MayBeStale {
 			r := "may be stale"

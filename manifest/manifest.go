@@ -20,11 +20,29 @@ type Entry struct {
 	ContentHash   string `json:"contentHash"`
 	RenderedAt    string `json:"renderedAt"`
 	AnchorID      string `json:"anchorId,omitempty"`
+	// Deleted, when set, records a penalty reconcile applied because the
+	// artifact was deleted: the entry is kept (path and hash of what was
+	// rendered) so that the artifact reappearing with that content reverses
+	// the penalty exactly.
+	Deleted *Deletion `json:"deleted,omitempty"`
 
 	extra map[string]json.RawMessage
 }
 
-var entryKeys = map[string]bool{"observationId": true, "type": true, "path": true, "contentHash": true, "renderedAt": true, "anchorId": true}
+// Deletion is what a deletion penalty changed, so it can be undone.
+type Deletion struct {
+	At string `json:"at"` // when the penalty was applied (RFC 3339)
+	// Status, Confidence and DeprecatedAt are the observation's values
+	// before the penalty.
+	Status       string  `json:"status"`
+	Confidence   float64 `json:"confidence"`
+	DeprecatedAt string  `json:"deprecatedAt,omitempty"`
+	// Head is the commit checked out when the penalty was applied (empty
+	// outside git or before the first commit).
+	Head string `json:"head,omitempty"`
+}
+
+var entryKeys = map[string]bool{"observationId": true, "type": true, "path": true, "contentHash": true, "renderedAt": true, "anchorId": true, "deleted": true}
 
 // UnmarshalJSON keeps unknown fields.
 func (e *Entry) UnmarshalJSON(data []byte) error {
@@ -86,6 +104,17 @@ func mergeExtra(v any, extra map[string]json.RawMessage) ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// Penalised counts the entries kept with a deletion record.
+func (m *Manifest) Penalised() int {
+	n := 0
+	for _, e := range m.Entries {
+		if e.Deleted != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // IsKnowledge reports whether the entry is an ADR/PF anchor in a knowledge

@@ -171,7 +171,13 @@ func scenarios() []scenario {
 		},
 	}
 	watch := scenario{
-		name:  "watch",
+		name: "watch",
+		// The watcher's session deletes PF-001 (obs_pf_a's section).
+		model: func(e *expect, _ string) {
+			for _, k := range []string{".memory/knowledge/pitfalls.md#PF-001", "PF-001", "obs_pf_a"} {
+				e.removed[k] = true
+			}
+		},
 		steps: []step{{watch: true, c: call{now: day(20)}}},
 		check: func(root, _ string) []string {
 			var probs []string
@@ -244,7 +250,8 @@ func backupsHold(root, glob string, lines []string) []string {
 }
 
 // watchSession runs `learnwatch watch` on root: it waits for the watcher
-// to publish its state, deletes PF-001 from pitfalls.md (obs_pf_a's
+// to publish its state and to penalise the template's deleted command
+// (after the grace window), deletes PF-001 from pitfalls.md (obs_pf_a's
 // knowledge section), waits until reconcile penalised obs_pf_a, then sends
 // SIGTERM. The result is the watcher's.
 func watchSession(t testing.TB, root string, c call) result {
@@ -308,6 +315,14 @@ func watchSession(t testing.TB, root string, c call) result {
 		return finish(err)
 	} else if time.Since(start) > 30*time.Second {
 		return timeout("no state file within 30s")
+	}
+	// The template's deleted command is penalised once its grace window is
+	// over; PF-001 is removed after that, so the number of reconciles (and
+	// of feedback appends) does not depend on timing.
+	if exited, err := wait(func() bool { return readObs(root)["obs_wf_a"].Status == "deprecated" }); exited {
+		return finish(err)
+	} else if readObs(root)["obs_wf_a"].Status != "deprecated" {
+		return timeout("obs_wf_a not penalised within 30s")
 	}
 	removeSection(t, manifest.PathsFor(root).Pitfalls, "PF-001")
 	if exited, err := wait(func() bool { return readObs(root)["obs_pf_a"].Status == "deprecated" }); exited {

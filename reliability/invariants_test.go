@@ -33,6 +33,11 @@ type expect struct {
 	// manifest entry left to notice it (deleted while the manifest was
 	// unreadable): they may stay created and unregistered.
 	dangling map[string]bool
+	// removed are the artifacts the scenario itself deleted, as "path" or
+	// "path#ADR-NNN", and the targets their deleted feedback events may
+	// name (observation ids, ADR/PF ids): the only ones that may carry a
+	// deletion penalty (no penalty without a deletion by the person).
+	removed map[string]bool
 	// killed is set when some process was SIGKILLed: a stray temp file of
 	// an atomic write it was in is allowed (never a half-written file).
 	killed bool
@@ -49,6 +54,10 @@ func (e expect) clone() expect {
 		c.obs[k] = v
 	}
 	c.corrupt = append([]string(nil), e.corrupt...)
+	c.removed = make(map[string]bool, len(e.removed))
+	for k, v := range e.removed {
+		c.removed[k] = v
+	}
 	return c
 }
 
@@ -179,6 +188,14 @@ func verify(root string, e expect) []string {
 				continue
 			}
 			key := rel + "#" + en.AnchorID
+			if en.Deleted != nil {
+				// A penalty, kept to be undone; its artifact is gone (and a
+				// freed ADR/PF id may have gone to another observation).
+				if k := strings.TrimSuffix(key, "#"); !e.removed[k] {
+					bad("penalty without a deletion by the person: %s (%s) was penalised, the scenario never removed it", en.ObservationID, k)
+				}
+				continue
+			}
 			if other, dup := byPath[key]; dup {
 				bad("manifest: %s and %s both registered at %s", other, en.ObservationID, key)
 			}
@@ -289,7 +306,28 @@ func verify(root string, e expect) []string {
 		}
 	}
 
-	// 5. learnwatch's other files parse.
+	// 5. No penalty without a deletion by the person: every deleted
+	// feedback event targets an artifact the scenario removed (its
+	// observation, or its ADR/PF id).
+	allowed := map[string]bool{}
+	for id, o := range obs {
+		if e.removed[o.ArtifactPath] {
+			allowed[id] = true
+			if _, anchor, ok := strings.Cut(o.ArtifactPath, "#"); ok {
+				allowed[anchor] = true
+			}
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(p.Memory, "feedback.jsonl")); err == nil {
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var ev struct{ Target, Kind, Source string }
+			if json.Unmarshal(line, &ev) == nil && ev.Kind == "deleted" && ev.Source == "reconcile" && !allowed[ev.Target] && !e.removed[ev.Target] {
+				bad("penalty without a deletion by the person: a deleted event for %s, whose artifact the scenario never removed", ev.Target)
+			}
+		}
+	}
+
+	// 6. learnwatch's other files parse.
 	for _, name := range []string{"feedback.jsonl", "outcomes.jsonl", "errors.jsonl"} {
 		data, err := os.ReadFile(filepath.Join(p.Memory, name))
 		if err != nil {
@@ -310,7 +348,7 @@ func verify(root string, e expect) []string {
 		}
 	}
 
-	// 6. No lock a live process forgot, no half-taken-over lock, no
+	// 7. No lock a live process forgot, no half-taken-over lock, no
 	// half-written file.
 	for _, l := range []string{".learning.lock", ".knowledge.lock"} {
 		if fi, err := os.Stat(filepath.Join(p.Memory, l)); err == nil && time.Since(fi.ModTime()) < 50*time.Second {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/safefs"
@@ -161,6 +162,9 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 		if ref, ok := first[o.ID]; ok {
 			reason := ReasonPrefix + ref
+			if lifecycle.Resolved(o, reason) {
+				continue // a person resolved this very mark
+			}
 			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {
 				o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
 				n++
@@ -168,7 +172,9 @@ func Mark(log *manifest.Log, findings []Finding) int {
 			continue
 		}
 		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
-			o.MayBeStale, o.StaleReason = false, ""
+			// The reference resolves again: the review flag staleness set
+			// goes with it.
+			o.MayBeStale, o.StaleReason, o.NeedsReview = false, "", false
 			n++
 		}
 	}

@@ -84,6 +84,11 @@ func start(tb testing.TB, root string, opts Options, setup func(w *watcher)) *ru
 	if opts.Log == nil && os.Getenv("WATCH_TEST_LOG") != "" {
 		opts.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	if opts.Grace == 0 {
+		// The grace window has its own tests; elsewhere a deletion is
+		// called as soon as reconcile has seen it twice.
+		opts.Grace = time.Millisecond
+	}
 	w := newWatcher(root, opts)
 	r := &run{tb: tb, root: root, w: w, done: make(chan error, 1)}
 	inner := w.reconcile

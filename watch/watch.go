@@ -12,7 +12,9 @@
 // "something under here changed"; what changed is decided by reconcile,
 // which re-checks every path after the debounce window, so an editor's
 // atomic save (write a temp file, rename it over) is an edit, never a
-// deletion.
+// deletion. A missing artifact is called deleted only after it stayed
+// missing for the grace window (watch.grace), so a file moved aside for a
+// moment and put back is nothing.
 package watch
 
 import (
@@ -41,6 +43,9 @@ type Options struct {
 	// stream of events cannot starve reconcile; Rescan is the period of full
 	// reconciles used only when the inotify limits were hit.
 	Debounce, MaxDelay, Rescan time.Duration
+	// Grace overrides watch.grace when > 0: how long an artifact must stay
+	// missing before it is called deleted.
+	Grace time.Duration
 	// Poll, when > 0, adds a full reconcile every Poll even though inotify
 	// works: for file systems whose changes inotify does not report (some
 	// network and host bind mounts).
@@ -65,6 +70,7 @@ const (
 	DefaultDebounce = 200 * time.Millisecond
 	DefaultMaxDelay = 2 * time.Second
 	DefaultRescan   = 30 * time.Second
+	DefaultGrace    = 2 * time.Second
 )
 
 // Run watches the repository at root until ctx is cancelled (SIGINT,
@@ -78,6 +84,7 @@ func Run(ctx context.Context, root string, opts Options) error {
 // settings are the effective tunables (config + overrides).
 type settings struct {
 	debounce, maxDelay, rescan, poll time.Duration
+	grace                            time.Duration
 	render                           bool
 	lockTimeout                      time.Duration
 }
@@ -115,6 +122,12 @@ type watcher struct {
 	tickEvery   time.Duration
 
 	state State
+
+	// missing holds the artifacts reconcile found missing but was not yet
+	// allowed to call deleted, with when they were first seen missing;
+	// graceDue is when the first of them is due.
+	missing  map[string]time.Time
+	graceDue time.Time
 
 	// test hooks
 	reconcile reconcileFunc
@@ -162,6 +175,13 @@ func (w *watcher) loadSettings() error {
 		render:      c.Watch.Render,
 		lockTimeout: c.Lock.Timeout.Duration,
 		poll:        w.opts.Poll,
+		grace:       c.Watch.Grace.Duration,
+	}
+	if w.opts.Grace > 0 {
+		s.grace = w.opts.Grace
+	}
+	if s.grace <= 0 {
+		s.grace = DefaultGrace
 	}
 	if w.opts.Debounce > 0 {
 		s.debounce = w.opts.Debounce
@@ -221,7 +241,7 @@ func (w *watcher) run(ctx context.Context) error {
 	}
 	w.rearm(true, true)
 	w.log.Info("watching", "root", w.root, "pid", pid.pid, "dirs", len(w.armed), "debounce", w.set.debounce.String(),
-		"max_delay", w.set.maxDelay.String(), "render", w.set.render)
+		"max_delay", w.set.maxDelay.String(), "grace", w.set.grace.String(), "render", w.set.render)
 	// Catch up with whatever changed while no watcher ran.
 	w.markPending("startup", true)
 	w.fire(ctx)
@@ -251,6 +271,10 @@ func (w *watcher) run(ctx context.Context) error {
 		case err := <-w.inject:
 			w.onError(err)
 		case <-w.timer.C:
+			if w.first.IsZero() && !w.graceDue.IsZero() {
+				w.graceDue = time.Time{}
+				w.markPending("grace", true)
+			}
 			w.fire(ctx)
 		case <-tick:
 			w.thorough = true
@@ -280,6 +304,9 @@ func (w *watcher) markPending(reason string, now bool) {
 func (w *watcher) schedule() {
 	if w.first.IsZero() {
 		w.timer.Stop()
+		if !w.graceDue.IsZero() {
+			w.timer.Reset(max(time.Until(w.graceDue), 0))
+		}
 		return
 	}
 	due := w.last.Add(w.set.debounce)
@@ -322,6 +349,7 @@ func (w *watcher) fire(ctx context.Context) {
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
 	res, err := w.reconcile(context.WithoutCancel(ctx), w.root, heal.Options{
 		LockTimeout: w.set.lockTimeout, Render: w.set.render, Stale: w.opts.Stale,
+		Confirm: w.confirmed(start),
 	})
 	took := time.Since(start)
 	w.recordOwn(res.Wrote)
@@ -349,6 +377,8 @@ func (w *watcher) fire(ctx context.Context) {
 	}
 	w.backoff, w.retryAt = 0, time.Time{}
 	w.state.LastError = ""
+	w.trackMissing(res.Pending, time.Now())
+	defer w.schedule()
 	if w.opts.AfterReconcile != nil {
 		w.opts.AfterReconcile(res)
 	}
@@ -377,6 +407,41 @@ func (w *watcher) fire(ctx context.Context) {
 	if took > 50*time.Millisecond {
 		debug.FreeOSMemory()
 	}
+}
+
+// confirmed lists the missing artifacts whose grace window is over at now:
+// reconcile may call them deleted. The map is never nil, so reconcile
+// holds back every other missing artifact.
+func (w *watcher) confirmed(now time.Time) map[string]bool {
+	out := map[string]bool{}
+	for k, since := range w.missing {
+		if now.Sub(since) >= w.set.grace {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// trackMissing records the artifacts a reconcile held back (keeping when
+// each was first seen missing; one that came back is forgotten) and sets
+// graceDue to when the first of them may be called deleted.
+func (w *watcher) trackMissing(pending []string, now time.Time) {
+	next := make(map[string]time.Time, len(pending))
+	w.graceDue = time.Time{}
+	for _, k := range pending {
+		since, ok := w.missing[k]
+		if !ok {
+			since = now
+		}
+		next[k] = since
+		if due := since.Add(w.set.grace); w.graceDue.IsZero() || due.Before(w.graceDue) {
+			w.graceDue = due
+		}
+	}
+	if len(pending) > 0 {
+		w.log.Debug("missing, within the grace window", "artifacts", head(pending), "grace", w.set.grace.String())
+	}
+	w.missing = next
 }
 
 // onError handles an error from fsnotify's Errors channel: an overflow or a

@@ -157,7 +157,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := reconcile(a, root, cfg, false)
+			res, err := reconcileExplicit(a, root, cfg)
 			if err != nil {
 				return err
 			}
@@ -175,6 +175,12 @@ func newReconcileCmd(a *app) *cobra.Command {
 				for _, id := range res.HealedIDs {
 					fmt.Fprintf(w, "  healed: %s re-registered from the knowledge file\n", id)
 				}
+				for _, id := range res.RestoredIDs {
+					fmt.Fprintf(w, "  restored artifact: %s back, its deletion penalty reversed\n", id)
+				}
+				for _, id := range res.AbsentIDs {
+					fmt.Fprintf(w, "  absent: %s is not part of this checkout (kept, not penalised)\n", id)
+				}
 			})
 		},
 	}
@@ -185,7 +191,17 @@ func newReconcileCmd(a *app) *cobra.Command {
 // session marks the once-per-session reconcile (session-start hook), the
 // only one that records kept artifacts as helpful feedback.
 func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
-	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg)}
+	return reconcileWith(a, root, cfg, session, heal.Options{})
+}
+
+// reconcileExplicit is the reconcile command's: a person asked for it, so
+// the staleness marks are written even into a log git tracks.
+func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, error) {
+	return reconcileWith(a, root, cfg, false, heal.Options{MarkTracked: true})
+}
+
+func reconcileWith(a *app, root string, cfg config.Config, session bool, opts heal.Options) (heal.Result, error) {
+	opts.Now, opts.LockTimeout, opts.Stale = now(), cfg.Lock.Timeout.Duration, staleHook(a, cfg)
 	res, err := heal.Reconcile(a.ctx, root, opts)
 	if err != nil {
 		return res, err

@@ -21,6 +21,7 @@ var commandGroup = map[string]string{
 	"index": "core", "stale": "core", "watch": "core",
 	"status": "inspect", "list": "inspect", "review": "inspect", "hud": "inspect",
 	"purge": "inspect", "clear": "inspect", "demo": "inspect",
+	"restore": "inspect", "resolve": "inspect", "edit": "inspect",
 	"hooks": "hooks", "hook": "hooks", "cite": "hooks", "merge-driver": "hooks",
 	"outcome": "learn", "verdict": "learn", "report": "learn", "promote": "learn",
 	"deprecate": "learn", "approve": "learn", "policy": "learn",

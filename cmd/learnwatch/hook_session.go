@@ -179,12 +179,21 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
+					if name == "post-checkout" && hooks.RebaseInProgress(root) {
+						// A rebase checks out commits on its way; writing
+						// to tracked files then would stop it. post-rewrite
+						// reconciles when it has finished.
+						a.log.Debug("rebase in progress: post-rewrite reconciles when it ends", "hook", name)
+						return nil
+					}
 					defer printRenumbered(a, root) // after a merge, rebase or cherry-pick (mergedriver.go)
 					res, err := reconcile(a, root, a.hookConfig(root), false)
 					if err != nil {
 						return err
 					}
-					if res.Deletions+res.Edits+res.Healed+res.Stale > 0 {
+					// Quiet unless a person's deletion was penalised, a
+					// penalty reversed or an entry healed.
+					if res.Deletions+res.Restored+res.Healed > 0 {
 						fmt.Fprintf(a.stderr, "learnwatch: %s\n", res.Summary())
 					}
 					return nil

@@ -628,6 +628,9 @@ func newApproveCmd(a *app) *cobra.Command {
 			if !strings.HasPrefix(id, "obs_") || !learn.ValidEntryID(id) {
 				return exitcode.Bad("%q is not an observation id (obs_…)", id)
 			}
+			if err := approvable(root, id); err != nil {
+				return err
+			}
 			p, err := journal.UpdatePolicy(a.ctx, root, cfg.Lock.Timeout.Duration, func(p learn.Policy) (learn.Policy, error) {
 				return learn.Approve(p, id), nil
 			})
@@ -638,6 +641,19 @@ func newApproveCmd(a *app) *cobra.Command {
 			return a.emit(res, func(w io.Writer) { fmt.Fprintf(w, "Approved %s: render may create it\n", id) })
 		},
 	}
+}
+
+// approvable refuses to approve an observation that is already rendered:
+// approval only lets render create one the policy holds.
+func approvable(root, id string) error {
+	log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+	if err != nil {
+		return err
+	}
+	if o := log.Find(id); o != nil && o.Status == manifest.Created {
+		return exitcode.Bad("%s is already rendered (%s): approve only lets render create an observation its type's policy holds; change it with learnwatch edit %s", id, o.ArtifactPath, id)
+	}
+	return nil
 }
 
 // policyView is the policy with the evidence behind it.

@@ -48,7 +48,7 @@ func newStatusCmd(a *app) *cobra.Command {
 			m, _, merr := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
 			out := map[string]any{"log_exists": log.Exists, "observations": c.Total, "by_type": c.ByType,
 				"by_status": c.ByStatus, "by_type_status": c.Matrix, "corrupt": c.Corrupt, "invalid": c.Invalid,
-				"need_review": c.Review, "artifacts": len(m.Entries)}
+				"need_review": c.Review, "artifacts": len(m.Entries) - m.Penalised(), "deleted_artifacts": m.Penalised()}
 			if merr != nil {
 				out["manifest_error"] = merr.Error()
 			}
@@ -70,7 +70,10 @@ func newStatusCmd(a *app) *cobra.Command {
 						fmt.Fprintf(w, "  %-10s %d (%s)\n", t, n, sortedCounts(c.Matrix[t]))
 					}
 				}
-				fmt.Fprintf(w, "artifacts: %d registered\n", len(m.Entries))
+				fmt.Fprintf(w, "artifacts: %d registered\n", len(m.Entries)-m.Penalised())
+				if n := m.Penalised(); n > 0 {
+					fmt.Fprintf(w, "deleted artifacts: %d (penalised; put back, or learnwatch restore ID, to undo)\n", n)
+				}
 				if merr != nil {
 					fmt.Fprintf(w, "manifest: %v (run learnwatch reconcile)\n", merr)
 				}

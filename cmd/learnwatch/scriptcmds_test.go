@@ -701,6 +701,10 @@ func checkRepo(root string, noLocks bool) []string {
 		Path          string `json:"path"`
 		ContentHash   string `json:"contentHash"`
 		AnchorID      string `json:"anchorId"`
+		Deleted       *struct {
+			Status     string  `json:"status"`
+			Confidence float64 `json:"confidence"`
+		} `json:"deleted"`
 	}
 	registered := map[string]entry{}
 	if data, err := os.ReadFile(filepath.Join(mem, ".learning-manifest.json")); err == nil {
@@ -720,6 +724,13 @@ func checkRepo(root string, noLocks bool) []string {
 			o, ok := byID[e.ObservationID]
 			if !ok {
 				bad("manifest: entry for %s, which is not in the log", e.ObservationID)
+			} else if e.Deleted != nil {
+				// A penalised artifact: kept to undo the penalty if it
+				// comes back; the observation is deprecated.
+				if o.Status != "deprecated" {
+					bad("manifest: deleted entry for %s, whose status is %s", e.ObservationID, o.Status)
+				}
+				continue
 			} else if o.Status != "created" {
 				bad("manifest: entry for %s, whose status is %s", e.ObservationID, o.Status)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -173,25 +174,47 @@ func newPreCommitHook(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				v := staleness.Judge(rep.Stale, log)
 				if a.jsonOut {
-					if err := a.emit(rep, nil); err != nil {
+					out := struct {
+						Checked int `json:"checked"`
+						staleness.Verdict
+					}{rep.Checked, v}
+					if err := a.emit(out, nil); err != nil {
 						return err
 					}
 				}
-				if len(rep.Stale) == 0 {
+				if len(v.Blocking)+len(v.Warnings) == 0 {
 					return nil
 				}
 				w := a.stderr
-				fmt.Fprintln(w, "learnwatch: this commit deletes or renames files that the knowledge base references:")
-				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-				for _, f := range rep.Stale {
-					what := "removed"
-					if f.RenamedTo != "" {
-						what = "renamed to " + f.RenamedTo
+				printIssues := func(issues []staleness.Issue) {
+					tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+					for _, is := range issues {
+						what := "removed"
+						if is.RenamedTo != "" {
+							what = "renamed to " + is.RenamedTo
+						}
+						fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(strings.Join(is.IDs, ", ")), cell(is.Ref), cell(what))
 					}
-					fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(what))
+					tw.Flush()
+					for _, is := range issues {
+						for i, id := range is.IDs {
+							fmt.Fprintf(w, "    %s (%s): %s\n", cell(is.Ref), cell(id), textsafe.Line(is.Fix[i], 400))
+						}
+					}
 				}
-				tw.Flush()
+				if len(v.Blocking) > 0 {
+					fmt.Fprintln(w, "learnwatch: this commit deletes or renames files that the knowledge base references:")
+					printIssues(v.Blocking)
+				}
+				if len(v.Warnings) > 0 {
+					fmt.Fprintln(w, "learnwatch: observations not reviewed yet reference files this commit deletes or renames (never blocks):")
+					printIssues(v.Warnings)
+				}
+				if len(v.Blocking) == 0 {
+					return nil
+				}
 				if cfg.Precommit.Block {
 					block = true
 					fmt.Fprintln(w, "learnwatch: commit blocked (precommit.block: true); update those entries, or commit with --no-verify")

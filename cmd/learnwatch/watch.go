@@ -45,7 +45,7 @@ unwatched), lock.timeout (10s).`,
 					return err
 				}
 				for name, d := range map[string]float64{"--debounce": opts.Debounce.Seconds(), "--max-delay": opts.MaxDelay.Seconds(),
-					"--poll": opts.Poll.Seconds()} {
+					"--poll": opts.Poll.Seconds(), "--grace": opts.Grace.Seconds()} {
 					if d < 0 {
 						return exitcode.Bad("%s must not be negative", name)
 					}
@@ -87,6 +87,7 @@ unwatched), lock.timeout (10s).`,
 		f := cmd.Flags()
 		f.DurationVar(&opts.Debounce, "debounce", 0, "quiet time after the last event before reconciling (default: watch.debounce, 200ms)")
 		f.DurationVar(&opts.MaxDelay, "max-delay", 0, "longest a stream of events may postpone a reconcile (default: watch.max_delay, 2s)")
+		f.DurationVar(&opts.Grace, "grace", 0, "how long an artifact must stay missing before it counts as deleted (default: watch.grace, 2s)")
 		f.DurationVar(&opts.Poll, "poll", 0, "also reconcile every D, for file systems whose changes inotify does not see (default off)")
 		return cmd
 	})

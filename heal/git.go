@@ -1,0 +1,311 @@
+package heal
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// Bounds of the git look-ups reconcile makes for missing artifacts.
+const (
+	// historyLimit caps the commits read walking HEAD's history back to the
+	// oldest render among the missing artifacts.
+	historyLimit = 2000
+	// refLimit caps the branch tips looked at for an artifact git took away.
+	refLimit = 256
+	// blobLimit caps the bytes read of one knowledge file's blob.
+	blobLimit = 8 << 20
+	// clockSkew is how much older than an artifact's render a commit may be
+	// and still be searched for it (commit dates are set by other clocks).
+	clockSkew = 24 * time.Hour
+)
+
+// gitView answers, for the few artifacts missing from the work tree (a
+// file, or a knowledge section missing from its file), whether the person
+// removed them or git took them away (the checked-out commit simply does
+// not have them). It reads the index, trees and a bounded stretch of
+// history with go-git, never the work tree's status; every answer is
+// cached for the pass.
+type gitView struct {
+	repo     *git.Repository
+	prefix   string // the reconciled root relative to the worktree top: "dir/" or ""
+	top      string // the worktree top
+	head     *object.Commit
+	headTree *object.Tree
+	index    map[string]plumbing.Hash
+	anchors  map[plumbing.Hash]map[string]bool
+
+	histRead bool
+	hist     []*object.Tree
+	tipsRead bool
+	tips     []*object.Tree
+}
+
+// openGit returns the view of the repository holding root, nil outside git
+// (or when it cannot be read: reconcile then behaves as outside git).
+func openGit(root string) *gitView {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil
+	}
+	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return nil
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil
+	}
+	prefix, ok := prefixOf(wt.Filesystem.Root(), abs)
+	if !ok {
+		return nil
+	}
+	g := &gitView{repo: repo, prefix: prefix, top: wt.Filesystem.Root(), index: map[string]plumbing.Hash{}, anchors: map[plumbing.Hash]map[string]bool{}}
+	if idx, err := repo.Storer.Index(); err == nil {
+		for _, e := range idx.Entries {
+			g.index[e.Name] = e.Hash
+		}
+	}
+	if ref, err := repo.Head(); err == nil {
+		if c, err := repo.CommitObject(ref.Hash()); err == nil {
+			if t, err := c.Tree(); err == nil {
+				g.head, g.headTree = c, t
+			}
+		}
+	}
+	return g
+}
+
+// prefixOf returns root relative to the worktree top as "dir/"; ok is false
+// when root is not inside it.
+func prefixOf(top, root string) (string, bool) {
+	rel, err := filepath.Rel(top, root)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		t, err1 := filepath.EvalSymlinks(top)
+		r, err2 := filepath.EvalSymlinks(root)
+		if err1 != nil || err2 != nil {
+			return "", false
+		}
+		if rel, err = filepath.Rel(t, r); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", false
+		}
+	}
+	if rel == "." {
+		return "", true
+	}
+	return filepath.ToSlash(rel) + "/", true
+}
+
+// Tracked reports whether git's index holds the file at path (absolute):
+// false outside git.
+func Tracked(root, path string) bool {
+	g := openGit(root)
+	if g == nil {
+		return false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	rel, ok := prefixOf(g.top, abs)
+	if !ok {
+		return false
+	}
+	_, in := g.index[strings.TrimSuffix(rel, "/")]
+	return in
+}
+
+// headHash is the checked-out commit, "" before the first commit.
+func (g *gitView) headHash() string {
+	if g == nil || g.head == nil {
+		return ""
+	}
+	return g.head.Hash.String()
+}
+
+// deleted reports whether the artifact rel (anchor "" for a whole file),
+// missing from the work tree, was removed by the person: it is in the
+// index or HEAD's tree (an uncommitted deletion), or a commit of HEAD's
+// history since the render had it (a committed deletion), or no branch
+// has it (an untracked or ignored file that is gone). It is absent —
+// false — when another branch (or the stash) has it and HEAD's line never
+// did: a checkout, rebase or stash took it away.
+func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
+	if g == nil {
+		return true
+	}
+	if h, ok := g.index[g.prefix+rel]; ok && (anchor == "" || g.anchorsOf(h)[anchor]) {
+		return true
+	}
+	if g.has(g.headTree, rel, anchor) {
+		return true
+	}
+	for _, t := range g.history(since) {
+		if g.has(t, rel, anchor) {
+			return true
+		}
+	}
+	for _, t := range g.branchTips() {
+		if g.has(t, rel, anchor) {
+			return false
+		}
+	}
+	return true
+}
+
+// backByCheckout reports whether a penalised artifact that is present again
+// came back only because a checkout moved HEAD off the line where it was
+// deleted onto a commit that has it: the deletion still stands there, and
+// reversing it would penalise the same deletion again on the way back.
+func (g *gitView) backByCheckout(rel, anchor, penaltyHead string) bool {
+	if g == nil || g.head == nil || penaltyHead == "" || penaltyHead == g.head.Hash.String() {
+		return false
+	}
+	if !g.has(g.headTree, rel, anchor) {
+		return false
+	}
+	c, err := g.repo.CommitObject(plumbing.NewHash(penaltyHead))
+	if err != nil {
+		return true // the commit is gone (a rebase, gc): another line
+	}
+	anc, err := c.IsAncestor(g.head)
+	return err != nil || !anc
+}
+
+// has reports whether tree holds the file rel (and, with an anchor, the
+// section anchor in it).
+func (g *gitView) has(tree *object.Tree, rel, anchor string) bool {
+	if tree == nil {
+		return false
+	}
+	e, err := tree.FindEntry(g.prefix + rel)
+	if err != nil || !e.Mode.IsFile() {
+		return false
+	}
+	return anchor == "" || g.anchorsOf(e.Hash)[anchor]
+}
+
+// anchorsOf returns the ADR/PF ids of the knowledge file blob h.
+func (g *gitView) anchorsOf(h plumbing.Hash) map[string]bool {
+	if a, ok := g.anchors[h]; ok {
+		return a
+	}
+	a := map[string]bool{}
+	g.anchors[h] = a
+	blob, err := g.repo.BlobObject(h)
+	if err != nil {
+		return a
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return a
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, blobLimit))
+	if err != nil {
+		return a
+	}
+	for _, s := range markdown.Sections(b) {
+		a[s.ID] = true
+	}
+	return a
+}
+
+// history returns the trees of HEAD's ancestors (HEAD excluded) committed
+// since the given time (less clockSkew), at most historyLimit of them. The
+// first call fixes the cut-off: callers pass the oldest render first.
+func (g *gitView) history(since time.Time) []*object.Tree {
+	if g.histRead || g.head == nil {
+		return g.hist
+	}
+	g.histRead = true
+	cutoff := since.Add(-clockSkew)
+	seen := map[plumbing.Hash]bool{g.head.Hash: true}
+	queue := []plumbing.Hash{}
+	queue = append(queue, g.head.ParentHashes...)
+	for len(queue) > 0 && len(seen) <= historyLimit {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := g.repo.CommitObject(h)
+		if err != nil {
+			continue // a shallow clone's boundary
+		}
+		if !since.IsZero() && c.Committer.When.Before(cutoff) {
+			continue // older than the render: cannot hold it
+		}
+		if t, err := c.Tree(); err == nil {
+			g.hist = append(g.hist, t)
+		}
+		queue = append(queue, c.ParentHashes...)
+	}
+	return g.hist
+}
+
+// branchTips returns the trees of the local and remote branch tips and of
+// the stash (with its index and untracked-files parents), HEAD's excluded.
+func (g *gitView) branchTips() []*object.Tree {
+	if g.tipsRead {
+		return g.tips
+	}
+	g.tipsRead = true
+	refs, err := g.repo.References()
+	if err != nil {
+		return nil
+	}
+	defer refs.Close()
+	seen := map[plumbing.Hash]bool{}
+	if g.head != nil {
+		seen[g.head.Hash] = true
+	}
+	add := func(h plumbing.Hash) *object.Commit {
+		if seen[h] || len(seen) > refLimit {
+			return nil
+		}
+		seen[h] = true
+		c, err := g.repo.CommitObject(h)
+		if err != nil {
+			return nil
+		}
+		if t, err := c.Tree(); err == nil {
+			g.tips = append(g.tips, t)
+		}
+		return c
+	}
+	_ = refs.ForEach(func(r *plumbing.Reference) error {
+		if r.Type() != plumbing.HashReference {
+			return nil
+		}
+		n := r.Name()
+		switch {
+		case n.IsBranch(), n.IsRemote():
+			add(r.Hash())
+		case n == "refs/stash":
+			// A stash commit's parents hold the index and the untracked
+			// files (`git stash -u`); its own tree the tracked ones.
+			if c := add(r.Hash()); c != nil {
+				for _, p := range c.ParentHashes {
+					add(p)
+				}
+			}
+		}
+		if len(seen) > refLimit {
+			return errStop
+		}
+		return nil
+	})
+	return g.tips
+}
+
+var errStop = errors.New("stop")
