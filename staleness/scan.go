@@ -72,7 +72,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	for _, e := range entries {
 		all = append(all, e.refs...)
 	}
-	c.prime(all)
+	c.resolveAll(all)
 	rep := Report{Stale: []Finding{}}
 	for _, e := range entries {
 		rep.Checked += len(e.refs)
