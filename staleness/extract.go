@@ -57,11 +57,13 @@ type Options struct {
 	// Sources are the configured globs of read-only Markdown files checked
 	// besides the knowledge base (see Sources).
 	Sources []string
+	// NoPresets turns the automatically detected sources off.
+	NoPresets bool
 }
 
 // OptionsFor returns the extraction options of a configuration.
 func OptionsFor(cfg config.Staleness) Options {
-	return Options{Extensions: cfg.Extensions, Ignore: cfg.Ignore, Sources: cfg.Sources}
+	return Options{Extensions: cfg.Extensions, Ignore: cfg.Ignore, Sources: cfg.Sources, NoPresets: cfg.NoPresets}
 }
 
 // ExtractText returns the file references in free text (an observation's

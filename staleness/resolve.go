@@ -483,16 +483,6 @@ func (c *Checker) cacheTree() map[string]plumbing.Hash {
 	return out
 }
 
-// sortedKeys returns the keys of a set in order.
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // readBounded reads a regular file below root that does not resolve
 // outside it, at most limit bytes; too large a file is an error.
 func readBounded(root, rel string, limit int64) ([]byte, error) {
@@ -523,3 +513,18 @@ func readBounded(root, rel string, limit int64) ([]byte, error) {
 }
 
 var errTooLarge = errors.New("file too large")
+
+// TreePaths returns the root-relative paths of the files of the checked
+// tree, sorted.
+func (c *Checker) TreePaths() []string {
+	var out []string
+	for _, qs := range c.byBase() {
+		for _, q := range qs {
+			if rel := c.rootRel(q); rel != "" {
+				out = append(out, rel)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

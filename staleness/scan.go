@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -22,6 +23,10 @@ const knowledgeDir = ".memory/knowledge"
 type Report struct {
 	Checked int       `json:"checked"` // references checked (deduplicated per entry)
 	Stale   []Finding `json:"stale"`
+	// Sources are the source files checked besides the knowledge base.
+	Sources []string `json:"sources,omitempty"`
+	// Refs is how every reference resolved (Options.Explain).
+	Refs []Resolution `json:"refs,omitempty"`
 }
 
 // ScanTree opens the tree mode names (Open) and scans the knowledge files and
@@ -42,8 +47,8 @@ func ScanTree(root string, mode Mode, cfg config.Staleness, log *manifest.Log) (
 // that order: decisions, pitfalls, then observations in log order.
 func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, error) {
 	type entry struct {
-		id   string
-		refs []Ref
+		id, file, heading string
+		refs              []Ref
 	}
 	var entries []entry
 	paths := manifest.PathsFor(root)
@@ -56,14 +61,34 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 		for _, s := range markdown.Sections(src) {
 			if s.Active() {
-				entries = append(entries, entry{s.ID, ExtractMarkdown(markdown.SectionText(src, s), kopts)})
+				entries = append(entries, entry{id: s.ID, refs: ExtractMarkdown(markdown.SectionText(src, s), kopts)})
 			}
 		}
 	}
 	if log != nil {
 		for _, o := range log.Observations() {
 			if o.Status != manifest.Deprecated {
-				entries = append(entries, entry{o.ID, ObservationRefs(o, opts)})
+				entries = append(entries, entry{id: o.ID, refs: ObservationRefs(o, opts)})
+			}
+		}
+	}
+	rep := Report{Stale: []Finding{}}
+	for _, sf := range SelectSources(c.TreePaths(), opts.Sources, opts.NoPresets) {
+		src, err := readBounded(root, sf.Path, maxSourceFile)
+		if err != nil {
+			// A source in the tree but not on disk (or too large, or a
+			// symlink): nothing to read, not a failure of the check.
+			continue
+		}
+		rep.Sources = append(rep.Sources, sf.Path)
+		sopts := opts
+		sopts.LinkBase = path.Dir(sf.Path)
+		if sopts.LinkBase == "." {
+			sopts.LinkBase = ""
+		}
+		for _, sec := range SplitSections(src, sf.Whole) {
+			if refs := ExtractMarkdown(sec.Text, sopts); len(refs) > 0 {
+				entries = append(entries, entry{id: sf.Path, file: sf.Path, heading: sec.Heading, refs: refs})
 			}
 		}
 	}
@@ -73,12 +98,21 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		all = append(all, e.refs...)
 	}
 	c.resolveAll(all)
-	rep := Report{Stale: []Finding{}}
 	for _, e := range entries {
 		rep.Checked += len(e.refs)
 		for _, f := range c.Check(e.refs) {
-			f.ID = e.id
+			f.ID, f.File, f.Heading = e.id, e.file, e.heading
 			rep.Stale = append(rep.Stale, f)
+		}
+		if opts.Explain {
+			where := e.id
+			if e.heading != "" {
+				where += " § " + e.heading
+			}
+			for _, r := range c.Explain(e.refs) {
+				r.Source = where
+				rep.Refs = append(rep.Refs, r)
+			}
 		}
 	}
 	return rep, nil

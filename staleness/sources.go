@@ -1,0 +1,170 @@
+package staleness
+
+import (
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// Source files: Markdown files outside .memory/knowledge whose references
+// are checked read-only — the configured staleness.sources globs and the
+// presets detected automatically.
+
+// adrDirs are the directories architecture decision records live in
+// (adr-tools uses doc/adr, MADR docs/decisions, many projects docs/adr).
+var adrDirs = []string{"docs/adr/", "doc/adr/", "docs/decisions/"}
+
+// adrName matches the adr-tools and MADR numbering: NNNN-title.md.
+var adrName = regexp.MustCompile(`^[0-9]{4}-[^/]+\.md$`)
+
+// knowledgeName is the feature knowledge file name found anywhere.
+const knowledgeName = "KNOWLEDGE.md"
+
+// maxSourceFile bounds the size of one source file read.
+const maxSourceFile = 1 << 20
+
+// maxSources bounds how many source files one scan reads.
+const maxSources = 5000
+
+// SourceFile is one source file to check: its root-relative path and
+// whether it is one section (an ADR) or one section per heading.
+type SourceFile struct {
+	Path  string
+	Whole bool
+}
+
+// SourceSection is one part of a source file: the heading that starts it
+// ("" before the first heading) and its text.
+type SourceSection struct {
+	Heading string
+	Text    []byte
+}
+
+// isADR reports a root-relative path that is an ADR of a preset directory.
+func isADR(p string) bool {
+	for _, d := range adrDirs {
+		if strings.HasPrefix(p, d) && adrName.MatchString(p[len(d):]) {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectSources picks the source files among the root-relative paths of
+// the checked tree: those matching one of globs (gitignore syntax, "**"
+// allowed, matched from the root) and, unless noPresets, the ADRs of
+// docs/adr/, doc/adr/ and docs/decisions/ and every KNOWLEDGE.md. Only .md
+// files count, never those under .memory/. The result is sorted and at
+// most maxSources long.
+func SelectSources(paths []string, globs []string, noPresets bool) []SourceFile {
+	var pats []gitignore.Pattern
+	for _, g := range globs {
+		g = strings.TrimSpace(g)
+		if g == "" || strings.HasPrefix(g, "#") {
+			continue
+		}
+		pats = append(pats, gitignore.ParsePattern(g, nil))
+	}
+	var m gitignore.Matcher
+	if len(pats) > 0 {
+		m = gitignore.NewMatcher(pats)
+	}
+	var out []SourceFile
+	for _, p := range paths {
+		if !strings.EqualFold(path.Ext(p), ".md") || strings.HasPrefix(p, ".memory/") {
+			continue
+		}
+		switch {
+		case !noPresets && isADR(p):
+			out = append(out, SourceFile{Path: p, Whole: true})
+		case !noPresets && path.Base(p) == knowledgeName:
+			out = append(out, SourceFile{Path: p})
+		case m != nil && m.Match(strings.Split(p, "/"), false):
+			out = append(out, SourceFile{Path: p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	if len(out) > maxSources {
+		out = out[:maxSources]
+	}
+	return out
+}
+
+// SplitSections cuts a Markdown document at its headings (parsed with
+// goldmark, so "#" lines in code blocks do not count). whole keeps it one
+// section named by its first heading (an ADR's title).
+func SplitSections(src []byte, whole bool) []SourceSection {
+	doc := goldmark.DefaultParser().Parse(text.NewReader(src))
+	type cut struct {
+		at      int
+		heading string
+	}
+	var cuts []cut
+	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
+		h, ok := n.(*ast.Heading)
+		if !ok {
+			continue
+		}
+		title := headingText(h, src)
+		at := headingStart(h, src)
+		cuts = append(cuts, cut{at, title})
+	}
+	if whole {
+		title := ""
+		if len(cuts) > 0 {
+			title = cuts[0].heading
+		}
+		return []SourceSection{{Heading: title, Text: src}}
+	}
+	var out []SourceSection
+	start, heading := 0, ""
+	for _, c := range cuts {
+		if c.at > start {
+			out = append(out, SourceSection{Heading: heading, Text: src[start:c.at]})
+		}
+		start, heading = c.at, c.heading
+	}
+	if start < len(src) {
+		out = append(out, SourceSection{Heading: heading, Text: src[start:]})
+	}
+	return out
+}
+
+// headingText is a heading's text as written on its line(s).
+func headingText(h *ast.Heading, src []byte) string {
+	var b strings.Builder
+	lines := h.Lines()
+	for i := 0; i < lines.Len(); i++ {
+		seg := lines.At(i)
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(seg.Value(src))
+	}
+	s := strings.TrimSpace(b.String())
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// headingStart is the offset of the start of the line a heading begins on.
+func headingStart(h *ast.Heading, src []byte) int {
+	lines := h.Lines()
+	at := 0
+	if lines.Len() > 0 {
+		at = lines.At(0).Start
+	} else if prev := h.PreviousSibling(); prev != nil && prev.Lines().Len() > 0 {
+		at = prev.Lines().At(prev.Lines().Len() - 1).Stop
+	}
+	for at > 0 && at <= len(src) && src[at-1] != '\n' {
+		at--
+	}
+	return min(at, len(src))
+}
