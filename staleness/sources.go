@@ -1,10 +1,13 @@
 package staleness
 
 import (
+	"bytes"
 	"path"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/yuin/goldmark"
@@ -106,14 +109,22 @@ func SplitSections(src []byte, whole bool) []SourceSection {
 		heading string
 	}
 	var cuts []cut
+	last, from := 0, 0 // the last cut; where to look for an empty heading
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		h, ok := n.(*ast.Heading)
 		if !ok {
+			if l := n.Lines(); l.Len() > 0 {
+				from = max(from, l.At(l.Len()-1).Stop)
+			}
 			continue
 		}
-		title := headingText(h, src)
-		at := headingStart(h, src)
-		cuts = append(cuts, cut{at, title})
+		at := headingStart(h, src, from)
+		if at < last || (len(cuts) > 0 && at == last) {
+			continue
+		}
+		cuts = append(cuts, cut{at, headingText(h, src)})
+		last = at
+		from = lineEnd(src, at)
 	}
 	if whole {
 		title := ""
@@ -136,7 +147,8 @@ func SplitSections(src []byte, whole bool) []SourceSection {
 	return out
 }
 
-// headingText is a heading's text as written on its line(s).
+// headingText is a heading's text as written on its line(s), on one line,
+// without control characters, at most 200 bytes.
 func headingText(h *ast.Heading, src []byte) string {
 	var b strings.Builder
 	lines := h.Lines()
@@ -147,24 +159,56 @@ func headingText(h *ast.Heading, src []byte) string {
 		}
 		b.Write(seg.Value(src))
 	}
-	s := strings.TrimSpace(b.String())
+	// Untrusted text bound for a terminal: no control characters.
+	s := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, b.String())
+	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 200 {
-		s = s[:200]
+		s = strings.ToValidUTF8(s[:200], "")
 	}
 	return s
 }
 
-// headingStart is the offset of the start of the line a heading begins on.
-func headingStart(h *ast.Heading, src []byte) int {
-	lines := h.Lines()
-	at := 0
-	if lines.Len() > 0 {
-		at = lines.At(0).Start
-	} else if prev := h.PreviousSibling(); prev != nil && prev.Lines().Len() > 0 {
-		at = prev.Lines().At(prev.Lines().Len() - 1).Stop
+// headingStart is the offset of the start of the line a heading begins
+// on. An empty ATX heading ("#") has no text: its line is the first line
+// from offset from that starts with '#' after at most three spaces.
+func headingStart(h *ast.Heading, src []byte, from int) int {
+	if lines := h.Lines(); lines.Len() > 0 {
+		at := min(lines.At(0).Start, len(src))
+		for at > 0 && src[at-1] != '\n' {
+			at--
+		}
+		return at
 	}
-	for at > 0 && at <= len(src) && src[at-1] != '\n' {
+	for at := lineStart(src, min(from, len(src))); at < len(src); at = lineEnd(src, at) {
+		rest := src[at:]
+		k := 0
+		for k < 3 && k < len(rest) && rest[k] == ' ' {
+			k++
+		}
+		if k < len(rest) && rest[k] == '#' {
+			return at
+		}
+	}
+	return len(src)
+}
+
+// lineStart returns the offset of the start of the line holding offset at.
+func lineStart(src []byte, at int) int {
+	for at > 0 && src[at-1] != '\n' {
 		at--
 	}
-	return min(at, len(src))
+	return at
+}
+
+// lineEnd returns the offset just after the end of the line starting at at.
+func lineEnd(src []byte, at int) int {
+	if i := bytes.IndexByte(src[at:], '\n'); i >= 0 {
+		return at + i + 1
+	}
+	return len(src)
 }
