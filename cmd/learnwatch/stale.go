@@ -166,7 +166,7 @@ func printResolutions(w io.Writer, refs []staleness.Resolution) {
 				how += ", renamed to " + r.RenamedTo
 			}
 			if r.Searched > 0 || r.Truncated {
-				how += fmt.Sprintf(" (%d commits searched", r.Searched)
+				how += fmt.Sprintf(" (%d commit(s) searched", r.Searched)
 				if r.Truncated {
 					how += ", walk cut short at staleness.rename_depth"
 				}
