@@ -34,6 +34,9 @@ type Entry struct {
 	Text   string   `json:"-"`
 	Order  int      `json:"-"`
 	Refs   []string `json:"-"`
+	// Stale is the entry's first stale file reference as written ("" when
+	// none): the line warns "[stale: ref]" before the agent follows it.
+	Stale string `json:"stale,omitempty"`
 }
 
 // Load reads the active entries of both knowledge files under root, in file
@@ -91,6 +94,9 @@ func Line(e Entry) string {
 	line := fmt.Sprintf("- %s: %s [%s]", e.ID, title, status)
 	if e.Kind == markdown.PF && e.Area != "" {
 		line += " (area: " + strings.Join(strings.Fields(e.Area), " ") + ")"
+	}
+	if e.Stale != "" {
+		line += " [stale: " + strings.Join(strings.Fields(e.Stale), " ") + "]"
 	}
 	return line
 }

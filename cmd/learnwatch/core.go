@@ -213,6 +213,7 @@ func buildIndex(a *app, root string, cfg config.Config, budget int, log *manifes
 		return index.Result{}, err
 	}
 	entries, avoid := rankEntries(a, root, cfg, entries, log)
+	entries = markStaleEntries(a, root, cfg, entries)
 	return index.Build(entries, avoid, budget, minIndexScore), nil
 }
 
