@@ -91,19 +91,23 @@ type Checker struct {
 	gitDir string // the repository's git directory (for info/exclude)
 	ignore []string
 
-	index    map[string]*index.Entry        // index modes: repo path → entry
-	idxCache *index.Tree                    // index modes: the index's cached trees
-	names    []string                       // index modes: the index paths, sorted
-	names2   map[string][]string            // the checked tree's files by base name, built on demand
-	staged   *deletedSet                    // index modes: HEAD files the index lacks, built on demand
-	excludes map[string][]gitignore.Pattern // ignore patterns by directory, read on demand
-	byHash   map[plumbing.Hash][]string     // index modes, built on demand
-	exists   map[string]bool                // root-relative path → present
-	lines    map[string]int                 // root-relative path → line count, -1 unknown
-	outcomes map[outcomeKey]*outcome        // decided references
-	trees    map[plumbing.Hash]*object.Tree // decoded trees by hash
-	hist     history                        // commits walked for renames
-	err      error                          // first non-fatal error
+	index    map[string]*index.Entry // index modes: repo path → entry
+	idxCache *index.Tree             // index modes: the index's cached trees
+	names    []string                // the index paths, sorted (index modes; see listing)
+	names2   map[string][]string     // the checked tree's files by base name, built on demand
+	scanned  map[string]bool         // base names looked up in names2
+	listed   bool                    // names holds the listing (listing)
+	// listedFromIndex: in HEAD mode, names was read from the index.
+	listedFromIndex bool
+	staged          *deletedSet                    // index modes: HEAD files the index lacks, built on demand
+	excludes        map[string][]gitignore.Pattern // ignore patterns by directory, read on demand
+	byHash          map[plumbing.Hash][]string     // index modes, built on demand
+	exists          map[string]bool                // root-relative path → present
+	lines           map[string]int                 // root-relative path → line count, -1 unknown
+	outcomes        map[outcomeKey]*outcome        // decided references
+	trees           map[plumbing.Hash]*object.Tree // decoded trees by hash
+	hist            history                        // commits walked for renames
+	err             error                          // first non-fatal error
 }
 
 // Open prepares a Checker for the repository at root. Outside git, Auto and
@@ -192,6 +196,7 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 			sort.Strings(c.names)
 		}
 		c.source = sourceIndex
+		c.listed = true
 	case mode == Auto && c.tree != nil:
 		c.source = sourceHead
 	}
@@ -326,7 +331,7 @@ func (c *Checker) pastEOF(r Ref, o *outcome) bool {
 	if o.how != ByName && o.how != BySuffix {
 		return true
 	}
-	for k, q := range c.byBase()[path.Base(r.Path)] {
+	for k, q := range c.named(path.Base(r.Path)) {
 		if k == maxCandidates {
 			break
 		}

@@ -178,7 +178,7 @@ func (c *Checker) resolveTree(r Ref) (string, string) {
 	if r.bare() {
 		how = ByName
 	}
-	for _, q := range c.byBase()[path.Base(r.Path)] {
+	for _, q := range c.named(path.Base(r.Path)) {
 		if c.matches(r, q) {
 			if rel := c.rootRel(q); rel != "" {
 				return rel, how
@@ -188,34 +188,80 @@ func (c *Checker) resolveTree(r Ref) (string, string) {
 	return "", ""
 }
 
-// byBase returns the files of the checked tree by base name (repository
-// paths), read once: the index, HEAD's whole tree, or the working tree.
-func (c *Checker) byBase() map[string][]string {
-	if c.names2 != nil {
-		return c.names2
+// named returns the files of the checked tree (repository paths) whose
+// base name is b. The listing is scanned once per batch of names
+// (prepareNames).
+func (c *Checker) named(b string) []string {
+	if !c.scanned[b] {
+		c.prepareNames([]string{b})
 	}
-	c.names2 = map[string][]string{}
-	add := func(q string) {
-		b := path.Base(q)
+	return c.names2[b]
+}
+
+// prepareNames finds the files with the base names bases in one pass over
+// the listing. In HEAD mode the listing may come from the index: each
+// candidate is then looked up in HEAD.
+func (c *Checker) prepareNames(bases []string) {
+	if c.names2 == nil {
+		c.names2 = map[string][]string{}
+		c.scanned = map[string]bool{}
+	}
+	want := map[string]bool{}
+	for _, b := range bases {
+		if !c.scanned[b] {
+			want[b] = true
+			c.scanned[b] = true
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	verify := c.source == sourceHead && c.listedFromIndex
+	for _, q := range c.listing() {
+		b := q[strings.LastIndexByte(q, '/')+1:]
+		if !want[b] {
+			continue
+		}
+		if verify {
+			if _, ok := c.headEntry(q); !ok {
+				continue
+			}
+		}
 		c.names2[b] = append(c.names2[b], q)
 	}
+}
+
+// listing returns the paths of the files of the checked tree (repository
+// paths, sorted), read once: the index in the index modes; in HEAD mode
+// the index too when it can be read (it is the checkout, and far cheaper
+// to read than HEAD's whole tree; callers look candidates up in HEAD), else
+// HEAD's tree; outside git the working tree.
+func (c *Checker) listing() []string {
+	if c.listed {
+		return c.names
+	}
+	c.listed = true
 	switch c.source {
 	case sourceIndex:
-		if c.index == nil {
-			// PreCommit before the first commit: nothing to list.
-			break
-		}
-		for _, q := range c.names {
-			add(q)
-		}
 	case sourceHead:
-		c.fail(c.walkTree(c.tree.Hash, "", func(q string, _ plumbing.Hash) { add(q) }))
+		if idx, err := readIndex(c.repo); err == nil && len(idx.Entries) > 0 {
+			c.names = make([]string, 0, len(idx.Entries))
+			for _, e := range idx.Entries {
+				c.names = append(c.names, e.Name)
+			}
+			c.listedFromIndex = true
+		} else {
+			c.fail(c.walkTree(c.tree.Hash, "", func(q string, _ plumbing.Hash) { c.names = append(c.names, q) }))
+		}
 	default:
 		for _, q := range c.listWorktree() {
-			add(c.prefix + q)
+			c.names = append(c.names, c.prefix+q)
 		}
 	}
-	return c.names2
+	if !sort.StringsAreSorted(c.names) {
+		sort.Strings(c.names)
+	}
+	return c.names
 }
 
 // walkTree calls f with every file below the tree with hash h.
@@ -349,6 +395,13 @@ func refSuffix(r Ref) string {
 // tree, skipped, or missing (with where it went, from the staged changes
 // and from history).
 func (c *Checker) resolveAll(refs []Ref) {
+	var bases []string
+	for _, r := range refs {
+		if _, ok := c.outcomes[keyOf(r)]; !ok && !r.Rooted && !c.present(r.Path) {
+			bases = append(bases, path.Base(r.Path))
+		}
+	}
+	c.prepareNames(bases)
 	var pending []Ref
 	for _, r := range refs {
 		k := keyOf(r)
@@ -416,9 +469,9 @@ type deletedSet struct {
 }
 
 // stagedDeleted lists the files of HEAD that the index does not have,
-// read once. Subtrees whose hash equals the index's cached tree for that
-// directory (git keeps one for every directory the staged changes do not
-// touch) are skipped without being read.
+// read once. A HEAD subtree the index's cached trees (the TREE extension
+// git keeps for every directory the staged changes leave alone) hold
+// unchanged is skipped without being read.
 func (c *Checker) stagedDeleted() deletedSet {
 	if c.staged != nil {
 		return *c.staged
@@ -428,12 +481,12 @@ func (c *Checker) stagedDeleted() deletedSet {
 	if c.tree == nil {
 		return d
 	}
-	cache := c.cacheTree()
+	cache, rootHash := c.cachedTrees()
+	if rootHash == c.tree.Hash {
+		return d // the index holds HEAD's tree: nothing deleted
+	}
 	var walk func(h plumbing.Hash, dir string) error
 	walk = func(h plumbing.Hash, dir string) error {
-		if ch, ok := cache[dir]; ok && ch == h {
-			return nil
-		}
 		t, err := c.treeObj(h)
 		if err != nil {
 			return err
@@ -441,6 +494,9 @@ func (c *Checker) stagedDeleted() deletedSet {
 		for _, e := range t.Entries {
 			q := dir + e.Name
 			if e.Mode == filemode.Dir {
+				if n, ok := cache[cachedTree{e.Name, e.Hash}]; ok && n == c.indexCount(q+"/") {
+					continue
+				}
 				if err := walk(e.Hash, q+"/"); err != nil {
 					return err
 				}
@@ -456,31 +512,43 @@ func (c *Checker) stagedDeleted() deletedSet {
 	return d
 }
 
-// cacheTree returns the valid entries of the index's cached trees by
-// directory ("" for the root, else "dir/").
-func (c *Checker) cacheTree() map[string]plumbing.Hash {
-	out := map[string]plumbing.Hash{}
-	if c.idxCache == nil || len(c.idxCache.Entries) == 0 {
-		return out
+// cachedTree names a valid cached tree of the index.
+type cachedTree struct {
+	name string
+	hash plumbing.Hash
+}
+
+// cachedTrees returns the index's valid cached trees by directory name and
+// tree hash, with the number of index entries each covers, and the root's
+// hash when it is valid. go-git drops invalidated entries (and their
+// subtree counts) when decoding, so a cached tree's full path is not
+// known: a HEAD directory is taken as unchanged when a cached tree has its
+// name and hash and the index has as many entries below it as that tree
+// covers.
+func (c *Checker) cachedTrees() (map[cachedTree]int, plumbing.Hash) {
+	out := map[cachedTree]int{}
+	var root plumbing.Hash
+	if c.idxCache == nil {
+		return out, root
 	}
-	es := c.idxCache.Entries
-	i := 0
-	var read func(dir string)
-	read = func(dir string) {
-		if i >= len(es) {
-			return
+	for _, e := range c.idxCache.Entries {
+		if e.Entries < 0 {
+			continue
 		}
-		e := es[i]
-		i++
-		if e.Entries >= 0 {
-			out[dir] = e.Hash
+		if e.Path == "" {
+			root = e.Hash
+			continue
 		}
-		for k := 0; k < e.Trees && i < len(es); k++ {
-			read(dir + es[i].Path + "/")
-		}
+		out[cachedTree{e.Path, e.Hash}] = e.Entries
 	}
-	read("")
-	return out
+	return out, root
+}
+
+// indexCount returns the number of index entries below dir ("a/b/").
+func (c *Checker) indexCount(dir string) int {
+	lo := sort.SearchStrings(c.names, dir)
+	hi := sort.SearchStrings(c.names, dir[:len(dir)-1]+"0") // '0' follows '/'
+	return hi - lo
 }
 
 // readBounded reads a regular file below root that does not resolve
@@ -515,16 +583,17 @@ func readBounded(root, rel string, limit int64) ([]byte, error) {
 var errTooLarge = errors.New("file too large")
 
 // TreePaths returns the root-relative paths of the files of the checked
-// tree, sorted.
-func (c *Checker) TreePaths() []string {
+// tree whose names end in ext (case-insensitive; "" for all), sorted. In
+// HEAD mode they are the files of the checkout (the index) when it can be
+// read.
+func (c *Checker) TreePaths(ext string) []string {
 	var out []string
-	for _, qs := range c.byBase() {
-		for _, q := range qs {
+	for _, q := range c.listing() {
+		if ext == "" || len(q) >= len(ext) && strings.EqualFold(q[len(q)-len(ext):], ext) {
 			if rel := c.rootRel(q); rel != "" {
 				out = append(out, rel)
 			}
 		}
 	}
-	sort.Strings(out)
 	return out
 }

@@ -73,7 +73,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 	rep := Report{Stale: []Finding{}}
-	for _, sf := range SelectSources(c.TreePaths(), opts.Sources, opts.NoPresets) {
+	for _, sf := range SelectSources(c.TreePaths(".md"), opts.Sources, opts.NoPresets) {
 		src, err := readBounded(root, sf.Path, maxSourceFile)
 		if err != nil {
 			// A source in the tree but not on disk (or too large, or a
