@@ -74,13 +74,18 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 	rep := Report{Stale: []Finding{}}
+	read := 0
 	for _, sf := range SelectSources(c.TreePaths(".md"), opts.Sources, opts.NoPresets) {
+		if read >= maxSourceBytes {
+			break
+		}
 		src, err := readBounded(root, sf.Path, maxSourceFile)
 		if err != nil {
 			// A source in the tree but not on disk (or too large, or a
 			// symlink): nothing to read, not a failure of the check.
 			continue
 		}
+		read += len(src)
 		rep.Sources = append(rep.Sources, sf.Path)
 		sopts := opts
 		sopts.LinkBase = path.Dir(sf.Path)

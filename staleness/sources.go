@@ -32,8 +32,12 @@ const knowledgeName = "KNOWLEDGE.md"
 // maxSourceFile bounds the size of one source file read.
 const maxSourceFile = 1 << 20
 
-// maxSources bounds how many source files one scan reads.
-const maxSources = 5000
+// maxSources bounds how many source files one scan reads, and
+// maxSourceBytes how much it reads in all (a hook must stay fast).
+const (
+	maxSources     = 5000
+	maxSourceBytes = 16 << 20
+)
 
 // SourceFile is one source file to check: its root-relative path and
 // whether it is one section (an ADR) or one section per heading.
@@ -63,7 +67,8 @@ func isADR(p string) bool {
 // the checked tree: those matching one of globs (gitignore syntax, "**"
 // allowed, matched from the root) and, unless noPresets, the ADRs of
 // docs/adr/, doc/adr/ and docs/decisions/ and every KNOWLEDGE.md. Only .md
-// files count, never those under .memory/. The result is sorted and at
+// files count, never those under .memory/ nor names with control
+// characters. The result is sorted and at
 // most maxSources long.
 func SelectSources(paths []string, globs []string, noPresets bool) []SourceFile {
 	var pats []gitignore.Pattern
@@ -80,7 +85,9 @@ func SelectSources(paths []string, globs []string, noPresets bool) []SourceFile 
 	}
 	var out []SourceFile
 	for _, p := range paths {
-		if !strings.EqualFold(path.Ext(p), ".md") || strings.HasPrefix(p, ".memory/") {
+		if !strings.EqualFold(path.Ext(p), ".md") || strings.HasPrefix(p, ".memory/") ||
+			!utf8.ValidString(p) || strings.ContainsFunc(p, unicode.IsControl) {
+			// A name with control characters would reach a terminal.
 			continue
 		}
 		switch {

@@ -24,6 +24,7 @@ func TestSelectSources(t *testing.T) {
 		"pkg/auth/KNOWLEDGE.md",
 		"src/KNOWLEDGE.md.bak",
 		"vendor/x/docs/adr/0001-x.md",
+		"evil/\x1b[2J/KNOWLEDGE.md",
 	}
 	var got []string
 	for _, s := range SelectSources(paths, nil, false) {
