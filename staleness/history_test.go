@@ -112,3 +112,33 @@ func TestTruncatedWalk(t *testing.T) {
 		t.Errorf("default depth: %s", got)
 	}
 }
+
+// Ignored paths are build outputs, not references: the root .gitignore,
+// a nested one (for paths below it only), and .git/info/exclude all count;
+// a tracked file that an ignore rule matches (added with -f) still
+// resolves, and is reported when the commit removes it.
+func TestGitignoredRefs(t *testing.T) {
+	r := newRepo(t)
+	r.write(".gitignore", "dist/\n*.gen.ts\n")
+	r.write("web/.gitignore", "cache/\n")
+	r.write("web/app.ts", "x\n")
+	r.write(".git/info/exclude", "local.json\n")
+	r.write("forced/api.gen.ts", "x\n")
+	r.commit("init")
+	r.git("add", "-f", "forced/api.gen.ts")
+	r.commit("force-add a generated file")
+	c := open(t, r.dir, Auto)
+	res := c.Explain(ExtractText("dist/index.js web/cache/x.json local.json other.gen.ts forced/api.gen.ts cache/y.json", Options{}))
+	var got []string
+	for _, x := range res {
+		got = append(got, x.Ref+" "+x.Reason+x.How)
+	}
+	want := "dist/index.js gitignored; web/cache/x.json gitignored; local.json gitignored; other.gen.ts gitignored; forced/api.gen.ts path; cache/y.json never-tracked"
+	if s := strings.Join(got, "; "); s != want {
+		t.Errorf("got  %s\nwant %s", s, want)
+	}
+	r.git("rm", "-q", "forced/api.gen.ts")
+	if got := check(t, open(t, r.dir, PreCommit), "forced/api.gen.ts api.gen.ts"); got != "forced/api.gen.ts missing; api.gen.ts missing" {
+		t.Errorf("pre-commit: %s", got)
+	}
+}

@@ -420,11 +420,12 @@ func (c *Checker) resolveAll(refs []Ref) {
 		case !r.Rooted && isPlaceholder(r.Path):
 			o.skip = Placeholder
 			continue
+		case c.stagedMatch(r, o):
+			// Removed by the staged commit: stale even when an ignore
+			// rule matches (a file added with git add -f).
+			continue
 		case c.gitignored(r.Path):
 			o.skip = Gitignored
-			continue
-		}
-		if c.stagedMatch(r, o) {
 			continue
 		}
 		if c.mode == PreCommit {
