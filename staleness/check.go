@@ -547,7 +547,7 @@ func (c *Checker) rootRel(q string) string {
 // relaxGC lets the heap grow to five times the live data (GOGC=400) until
 // the returned function is called. Decoding a large index makes tens of
 // thousands of small allocations that all stay live: with the default
-// setting a third of the check was spent collecting garbage that was not
+// setting a good part of it was spent collecting garbage that was not
 // there. The previous setting is restored.
 func relaxGC() func() {
 	old := debug.SetGCPercent(400)

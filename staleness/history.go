@@ -11,8 +11,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Tree reading. Every tree object is decoded at most once per Checker and
-// looked up by hash: consecutive commits share almost all their subtrees,
+// Tree reading. A tree object is decoded once per Checker (up to maxTrees
+// of them) and looked up by hash: consecutive commits share almost all their subtrees,
 // so following a few paths through many commits reads few objects. (go-git's
 // object.DiffTree lists every sibling of a changed directory, reading one
 // tree object — and reopening the packfile — per sibling; on a 50,000-file
@@ -27,9 +27,17 @@ func (c *Checker) treeObj(h plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
+	if len(c.trees) >= maxTrees {
+		// A long history walk reads tens of thousands of trees, each
+		// needed for a commit or two: start over rather than hold them.
+		clear(c.trees)
+	}
 	c.trees[h] = t
 	return t, nil
 }
+
+// maxTrees bounds the decoded trees a Checker keeps.
+const maxTrees = 1024
 
 // lookup finds the repository path p in the tree with hash root.
 func (c *Checker) lookup(root plumbing.Hash, p string) (object.TreeEntry, bool, error) {

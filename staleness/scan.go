@@ -46,7 +46,6 @@ func ScanTree(root string, mode Mode, cfg config.Staleness, log *manifest.Log) (
 // evidence; ID the observation's id). log may be nil. Findings come in
 // that order: decisions, pitfalls, then observations in log order.
 func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, error) {
-	defer relaxGC()()
 	type entry struct {
 		id, file, heading string
 		refs              []Ref
