@@ -83,3 +83,23 @@ func TestLookAlikes(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRefSuffix: the line suffix kept for renamed_to is the end of the
+// reference as written, and only references with a line have one; the
+// look-alike and placeholder rules never panic.
+func FuzzRefSuffix(f *testing.F) {
+	f.Add("src/a.go:12 b.go#L3-L9 c\\d.ts:1:2 x.md#intro v1.2.md devflowDir/x.md")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, r := range ExtractText(s, Options{}) {
+			suf := refSuffix(r)
+			if r.Line == 0 && suf != "" {
+				t.Fatalf("%q: suffix %q without a line", r.Raw, suf)
+			}
+			if len(suf) > len(r.Raw) || r.Raw[len(r.Raw)-len(suf):] != suf {
+				t.Fatalf("%q: suffix %q is not its end", r.Raw, suf)
+			}
+			_ = looksLikeWord(r.Path)
+			_ = isPlaceholder(r.Path)
+		}
+	})
+}
