@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-billy/v5"
 	git "github.com/go-git/go-git/v5"
@@ -548,11 +549,29 @@ func (c *Checker) rootRel(q string) string {
 // the returned function is called. Decoding a large index makes tens of
 // thousands of small allocations that all stay live: with the default
 // setting a good part of it was spent collecting garbage that was not
-// there. The previous setting is restored.
+// there. Nested and concurrent uses share one relaxation; the setting found
+// before the first is restored after the last.
 func relaxGC() func() {
-	old := debug.SetGCPercent(400)
-	if old > 400 || old < 0 {
-		debug.SetGCPercent(old)
+	gcRelax.Lock()
+	defer gcRelax.Unlock()
+	if gcRelax.users == 0 {
+		gcRelax.old = debug.SetGCPercent(400)
+		if gcRelax.old < 0 || gcRelax.old > 400 {
+			debug.SetGCPercent(gcRelax.old) // off or already relaxed further
+		}
 	}
-	return func() { debug.SetGCPercent(old) }
+	gcRelax.users++
+	return func() {
+		gcRelax.Lock()
+		defer gcRelax.Unlock()
+		if gcRelax.users--; gcRelax.users == 0 {
+			debug.SetGCPercent(gcRelax.old)
+		}
+	}
+}
+
+// gcRelax counts the callers of relaxGC.
+var gcRelax struct {
+	sync.Mutex
+	users, old int
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -352,5 +353,21 @@ func TestCheckSubdirRoot(t *testing.T) {
 	r.mv("proj/lib/a.go", "proj/a.go")
 	if got := check(t, open(t, root, Staged), "lib/a.go"); got != "lib/a.go missing -> a.go" {
 		t.Errorf("staged: %s", got)
+	}
+}
+
+// relaxGC nests and restores the setting found before the first use.
+func TestRelaxGC(t *testing.T) {
+	prev := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(prev)
+	a := relaxGC()
+	b := relaxGC()
+	a()
+	if got := debug.SetGCPercent(400); got != 400 {
+		t.Errorf("after one of two releases: GOGC %d, want 400", got)
+	}
+	b()
+	if got := debug.SetGCPercent(150); got != 150 {
+		t.Errorf("after both: GOGC %d, want 150", got)
 	}
 }
