@@ -13,13 +13,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -157,8 +157,8 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 	c.repo = repo
 	c.top = wt.Filesystem.Root()
 	c.gitDir = filepath.Join(c.top, ".git")
-	if fs, ok := repo.Storer.(interface{ Filesystem() billy.Filesystem }); ok {
-		c.gitDir = fs.Filesystem().Root()
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		c.gitDir = st.Filesystem().Root()
 	}
 
 	ref, err := repo.Head()
