@@ -285,10 +285,11 @@ func (c *Checker) walkTree(h plumbing.Hash, dir string, f func(string, plumbing.
 }
 
 // maxWorktreeFiles bounds the working-tree listing outside git.
-const maxWorktreeFiles = 200_000
+const maxWorktreeFiles = 100_000
 
 // listWorktree lists the files below the root (root-relative), skipping
-// .git and not following symlinks, at most maxWorktreeFiles.
+// .git and node_modules and not following symlinks, at most
+// maxWorktreeFiles.
 func (c *Checker) listWorktree() []string {
 	var out []string
 	_ = filepath.WalkDir(c.root, func(p string, d fs.DirEntry, err error) error {
@@ -296,7 +297,7 @@ func (c *Checker) listWorktree() []string {
 			return nil
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" {
+			if d.Name() == ".git" || d.Name() == "node_modules" {
 				return filepath.SkipDir
 			}
 			return nil
