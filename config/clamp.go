@@ -26,7 +26,7 @@ type DurationRange struct {
 // Safe ranges of the numeric settings.
 var (
 	BudgetRange      = IntRange{"index.budget", 50, 4000}
-	RenameDepthRange = IntRange{"staleness.rename_depth", 1, 1000}
+	RenameDepthRange = IntRange{"staleness.rename_depth", 1, 10000}
 	DebounceRange    = DurationRange{"watch.debounce", 10 * time.Millisecond, 10 * time.Second}
 	MaxDelayRange    = DurationRange{"watch.max_delay", 100 * time.Millisecond, time.Minute}
 	RescanRange      = DurationRange{"watch.rescan", 5 * time.Second, time.Hour}

@@ -37,7 +37,7 @@ func TestLoadClampsNumericSettings(t *testing.T) {
 		{"budget at max", "index:\n  budget: 4000\n", func(c Config) any { return c.Index.Budget }, 4000, ""},
 		{"zero budget is the default", "index:\n  budget: 0\n", func(c Config) any { return c.Index.Budget }, 800, ""},
 		{"negative budget is the default", "index:\n  budget: -5\n", func(c Config) any { return c.Index.Budget }, 800, ""},
-		{"rename depth bomb", "staleness:\n  rename_depth: 100000000\n", func(c Config) any { return c.Staleness.RenameDepth }, 1000, "staleness.rename_depth"},
+		{"rename depth bomb", "staleness:\n  rename_depth: 100000000\n", func(c Config) any { return c.Staleness.RenameDepth }, 10000, "staleness.rename_depth"},
 		{"rename depth in range", "staleness:\n  rename_depth: 50\n", func(c Config) any { return c.Staleness.RenameDepth }, 50, ""},
 		{"debounce too long", "watch:\n  debounce: 1000h\n", func(c Config) any { return c.Watch.Debounce.Duration }, 10 * time.Second, "watch.debounce"},
 		{"debounce too short", "watch:\n  debounce: 1ns\n", func(c Config) any { return c.Watch.Debounce.Duration }, 10 * time.Millisecond, "watch.debounce"},
@@ -69,7 +69,7 @@ func TestLoadClampsNumericSettings(t *testing.T) {
 
 func TestClampSeveralKeys(t *testing.T) {
 	c := load(t, "index:\n  budget: 99999\nstaleness:\n  rename_depth: 99999\nlock:\n  timeout: 10s\n")
-	if len(c.Warnings) != 2 || c.Index.Budget != 4000 || c.Staleness.RenameDepth != 1000 || c.Lock.Timeout.Duration != 10*time.Second {
+	if len(c.Warnings) != 2 || c.Index.Budget != 4000 || c.Staleness.RenameDepth != 10000 || c.Lock.Timeout.Duration != 10*time.Second {
 		t.Fatalf("%+v", c)
 	}
 }

@@ -45,6 +45,12 @@ type Staleness struct {
 	Ignore []string `yaml:"ignore"`
 	// RenameDepth bounds how many commits are walked to find a rename.
 	RenameDepth int `yaml:"rename_depth"`
+	// Sources lists globs (gitignore syntax) of Markdown files whose
+	// references are checked read-only besides .memory/knowledge.
+	Sources []string `yaml:"sources"`
+	// NoPresets turns off the automatically detected sources (docs/adr,
+	// doc/adr, docs/decisions, **/KNOWLEDGE.md).
+	NoPresets bool `yaml:"no_presets"`
 }
 
 // Precommit configures the pre-commit hook.
@@ -112,12 +118,15 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d Duration) MarshalYAML() (any, error) { return d.Duration.String(), nil }
 
 // DefaultExtensions are the source extensions of DESIGN.md §5.
-var DefaultExtensions = []string{"ts", "tsx", "js", "cjs", "mjs", "md", "sh", "py", "go", "java", "rs", "rb", "c", "h", "cc", "cpp", "cs", "kt", "swift"}
+var DefaultExtensions = []string{"ts", "tsx", "js", "cjs", "mjs", "md", "sh", "py", "go", "java", "rs", "rb", "c", "h", "cc", "cpp", "cs", "kt", "swift", "json", "yaml", "yml", "toml"}
+
+// DefaultRenameDepth is how many commits the rename search walks by default.
+const DefaultRenameDepth = 2000
 
 // Default returns the configuration used when no file exists.
 func Default() Config {
 	return Config{
-		Staleness: Staleness{Extensions: append([]string(nil), DefaultExtensions...), RenameDepth: 200},
+		Staleness: Staleness{Extensions: append([]string(nil), DefaultExtensions...), RenameDepth: DefaultRenameDepth},
 		Watch:     Watch{Debounce: Duration{200 * time.Millisecond}, Rescan: Duration{30 * time.Second}},
 		Index:     Index{Budget: 800},
 		Learn:     Learn{HighConfidenceRoles: append([]string(nil), DefaultHighConfidenceRoles...), Engine: DefaultEngine()},
@@ -160,7 +169,7 @@ func Load(root string) (Config, error) {
 		c.Lock.Timeout.Duration = 10 * time.Second
 	}
 	if c.Staleness.RenameDepth <= 0 {
-		c.Staleness.RenameDepth = 200
+		c.Staleness.RenameDepth = DefaultRenameDepth
 	}
 	if err := c.Learn.Engine.Validate(); err != nil {
 		return Default(), fmt.Errorf("%s: %w", path, err)

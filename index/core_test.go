@@ -20,6 +20,7 @@ func TestLine(t *testing.T) {
 		{Entry{ID: "ADR-002", Kind: markdown.ADR, Title: long, Status: ""}, "- ADR-002: " + strings.Repeat("é", 59) + "x… [unknown]"},
 		{Entry{ID: "ADR-003", Kind: markdown.ADR, Title: strings.Repeat("a", 60), Status: "Accepted", Area: "ignored"}, "- ADR-003: " + strings.Repeat("a", 60) + " [Accepted]"},
 		{Entry{ID: "PF-001", Kind: markdown.PF, Title: "Clock", Status: "Active", Area: "tests"}, "- PF-001: Clock [Active] (area: tests)"},
+		{Entry{ID: "PF-002", Kind: markdown.PF, Title: "Gone", Status: "Active", Area: "auth", Stale: "src/auth.go:3"}, "- PF-002: Gone [Active] (area: auth) [stale: src/auth.go:3]"},
 	} {
 		if got := Line(tc.e); got != tc.want {
 			t.Errorf("Line(%s) = %q, want %q", tc.e.ID, got, tc.want)

@@ -50,6 +50,9 @@ type Entry struct {
 	// Tags are the entry's evidence ("5× validated", "via: sentinel",
 	// "avoid"), printed after its line.
 	Tags []string `json:"tags,omitempty"`
+	// Stale is the entry's first stale file reference as written ("" when
+	// none): the line warns "[stale: ref]" before the agent follows it.
+	Stale string `json:"stale,omitempty"`
 }
 
 // Load reads the active entries of both knowledge files under root, in file
@@ -114,6 +117,9 @@ func Line(e Entry) string {
 	}
 	if len(e.Tags) > 0 {
 		line += " — " + strings.Join(e.Tags, ", ")
+	}
+	if e.Stale != "" {
+		line += " [stale: " + strings.Join(strings.Fields(e.Stale), " ") + "]"
 	}
 	return line
 }

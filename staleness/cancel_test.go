@@ -23,7 +23,7 @@ func TestScanCancelled(t *testing.T) {
 	}
 	// The same repository with a live context finds the rename.
 	rep, err := Scan(r.dir, open(t, r.dir, Auto).WithContext(context.Background()), log, Options{})
-	if err != nil || len(rep.Stale) != 5 || rep.Stale[1].RenamedTo != "lib/util.go" {
+	if err != nil || len(rep.Stale) != 4 || rep.Stale[1].RenamedTo != "lib/util.go" {
 		t.Fatalf("%v %+v", err, rep.Stale)
 	}
 }

@@ -9,14 +9,18 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -47,10 +51,19 @@ const (
 
 // Finding is one stale reference.
 type Finding struct {
-	ID        string `json:"id"`  // observation id or ADR-/PF- id; Check leaves it empty
+	ID        string `json:"id"`  // observation id, ADR-/PF- id, or source file; Check leaves it empty
 	Ref       string `json:"ref"` // the reference as written
 	Reason    string `json:"reason"`
-	RenamedTo string `json:"renamed_to,omitempty"` // where a missing path went, if found
+	RenamedTo string `json:"renamed_to,omitempty"` // where a missing path went, if found, with the reference's :LINE suffix
+	// Searched is the number of commits searched for where a missing path
+	// went when none removed it; Truncated is set when the walk stopped at
+	// staleness.rename_depth with history left.
+	Searched  int  `json:"searched,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	// File and Heading name where a reference of a source file (not the
+	// knowledge base or the log) was written.
+	File    string `json:"file,omitempty"`
+	Heading string `json:"heading,omitempty"`
 }
 
 // ErrNotGit is returned by Open for the index modes when root is not inside
@@ -77,16 +90,28 @@ type Checker struct {
 	head   *object.Commit  // nil outside git or before the first commit
 	tree   *object.Tree    // head's tree
 
-	index  map[string]*index.Entry        // index modes: repo path → entry
-	names  []string                       // index modes: the index paths, sorted
-	byHash map[plumbing.Hash][]string     // index modes, built on demand
-	exists map[string]bool                // root-relative path → present
-	lines  map[string]int                 // root-relative path → line count, -1 unknown
-	moved  map[string]string              // repo path → final name ("" none)
-	trees  map[plumbing.Hash]*object.Tree // decoded trees by hash
-	hist   history                        // commits walked for renames
-	err    error                          // first non-fatal error
-	ctx    context.Context                // nil: never cancelled (WithContext)
+	top    string // the worktree's top directory
+	gitDir string // the repository's git directory (for info/exclude)
+	ignore []string
+
+	index    map[string]*index.Entry // index modes: repo path → entry
+	idxCache *index.Tree             // index modes: the index's cached trees
+	names    []string                // the index paths, sorted (index modes; see listing)
+	names2   map[string][]string     // the checked tree's files by base name, built on demand
+	scanned  map[string]bool         // base names looked up in names2
+	listed   bool                    // names holds the listing (listing)
+	// listedFromIndex: in HEAD mode, names was read from the index.
+	listedFromIndex bool
+	staged          *deletedSet                    // index modes: HEAD files the index lacks, built on demand
+	excludes        map[string][]gitignore.Pattern // ignore patterns by directory, read on demand
+	byHash          map[plumbing.Hash][]string     // index modes, built on demand
+	exists          map[string]bool                // root-relative path → present
+	lines           map[string]int                 // root-relative path → line count, -1 unknown
+	outcomes        map[outcomeKey]*outcome        // decided references
+	trees           map[plumbing.Hash]*object.Tree // decoded trees by hash
+	hist            history                        // commits walked for renames
+	err             error                          // first non-fatal error
+	ctx             context.Context                // nil: never cancelled (WithContext)
 }
 
 // WithContext makes the history walk stop when ctx ends (a hook's
@@ -108,8 +133,8 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		return nil, fmt.Errorf("staleness: root %s: %w", root, err)
 	}
 	c := &Checker{
-		root: abs, mode: mode, source: sourceWorktree, depth: cfg.RenameDepth,
-		exists: map[string]bool{}, lines: map[string]int{}, moved: map[string]string{},
+		root: abs, mode: mode, source: sourceWorktree, depth: cfg.RenameDepth, ignore: cfg.Ignore,
+		exists: map[string]bool{}, lines: map[string]int{}, outcomes: map[outcomeKey]*outcome{},
 		trees: map[plumbing.Hash]*object.Tree{},
 	}
 	if c.depth <= 0 {
@@ -140,6 +165,11 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		return nil, err
 	}
 	c.repo = repo
+	c.top = wt.Filesystem.Root()
+	c.gitDir = filepath.Join(c.top, ".git")
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		c.gitDir = st.Filesystem().Root()
+	}
 
 	ref, err := repo.Head()
 	switch {
@@ -155,7 +185,6 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		if c.tree, err = c.treeObj(c.head.TreeHash); err != nil {
 			return nil, fmt.Errorf("staleness: HEAD: %w", err)
 		}
-		c.hist.next = c.head
 	}
 
 	switch {
@@ -167,6 +196,7 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.idxCache = idx.Cache
 		c.index = make(map[string]*index.Entry, len(idx.Entries))
 		c.names = make([]string, 0, len(idx.Entries))
 		for _, e := range idx.Entries {
@@ -178,6 +208,7 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 			sort.Strings(c.names)
 		}
 		c.source = sourceIndex
+		c.listed = true
 	case mode == Auto && c.tree != nil:
 		c.source = sourceHead
 	}
@@ -208,6 +239,7 @@ func prefixOf(top, root string) (string, error) {
 // readIndex reads the index git would commit: GIT_INDEX_FILE when set,
 // else the repository's index.
 func readIndex(repo *git.Repository) (*index.Index, error) {
+	defer relaxGC()()
 	name := os.Getenv("GIT_INDEX_FILE")
 	if name == "" {
 		idx, err := repo.Storer.Index()
@@ -250,18 +282,24 @@ func (c *Checker) fail(err error) {
 // once (with the raw text of its first reference), a line past the end of
 // the file once per reference. Finding.ID is left empty.
 func (c *Checker) Check(refs []Ref) []Finding {
-	c.prime(refs)
+	c.resolveAll(refs)
 	var out []Finding
-	reported := map[string]bool{}
+	reported := map[outcomeKey]bool{}
 	for _, r := range refs {
+		k := keyOf(r)
+		o := c.outcomes[k]
 		switch {
-		case c.missing(r.Path):
-			if !reported[r.Path] {
-				reported[r.Path] = true
-				out = append(out, Finding{Ref: r.Raw, Reason: Missing, RenamedTo: c.moved[c.prefix+r.Path]})
+		case o.missing:
+			if !reported[k] {
+				reported[k] = true
+				f := Finding{Ref: r.Raw, Reason: Missing, Searched: o.searched, Truncated: o.truncated}
+				if o.moved != "" {
+					f.RenamedTo = o.moved + refSuffix(r)
+				}
+				out = append(out, f)
 			}
-		case r.Line > 0 && c.mode != PreCommit:
-			if n := c.lineCount(r.Path); n >= 0 && r.Line > n {
+		case o.found != "" && r.Line > 0 && c.mode != PreCommit:
+			if c.pastEOF(r, o) {
 				out = append(out, Finding{Ref: r.Raw, Reason: LinePastEOF})
 			}
 		}
@@ -269,32 +307,52 @@ func (c *Checker) Check(refs []Ref) []Finding {
 	return out
 }
 
-// prime looks up every path of refs and resolves the renames of the
-// missing ones in one go, so that history is walked once for a whole scan.
-func (c *Checker) prime(refs []Ref) {
-	var missing []string
-	seen := map[string]bool{}
+// Explain returns how each of refs resolved, in order (Source left empty).
+func (c *Checker) Explain(refs []Ref) []Resolution {
+	c.resolveAll(refs)
+	out := make([]Resolution, 0, len(refs))
 	for _, r := range refs {
-		if !seen[r.Path] {
-			seen[r.Path] = true
-			if c.missing(r.Path) {
-				missing = append(missing, r.Path)
+		o := c.outcomes[keyOf(r)]
+		res := Resolution{Ref: r.Raw}
+		switch {
+		case o.found != "":
+			res.ResolvedAs, res.How = o.found, o.how
+			if r.Line > 0 && c.mode != PreCommit && c.pastEOF(r, o) {
+				res.Reason = LinePastEOF
 			}
+		case o.missing:
+			res.Reason, res.Searched, res.Truncated = Missing, o.searched, o.truncated
+			if o.moved != "" {
+				res.RenamedTo = o.moved + refSuffix(r)
+			}
+		default:
+			res.Reason, res.Searched, res.Truncated = o.skip, o.searched, o.truncated
 		}
+		out = append(out, res)
 	}
-	c.findRenames(missing)
+	return out
 }
 
-// missing reports whether a root-relative path counts as missing. In
-// PreCommit mode only paths the commit removes count: absent from the
-// index but present in HEAD.
-func (c *Checker) missing(p string) bool {
-	if c.present(p) {
+// pastEOF reports whether r's line is after the end of the file it
+// resolved to; for a bare name, after the end of every tracked file of
+// that name (up to maxCandidates of them).
+func (c *Checker) pastEOF(r Ref, o *outcome) bool {
+	n := c.lineCount(o.found)
+	if n < 0 || r.Line <= n {
 		return false
 	}
-	if c.mode == PreCommit {
-		_, inHead := c.headEntry(c.prefix + p)
-		return inHead
+	if o.how != ByName && o.how != BySuffix {
+		return true
+	}
+	for k, q := range c.named(path.Base(r.Path)) {
+		if k == maxCandidates {
+			break
+		}
+		if rel := c.rootRel(q); rel != "" && c.matches(r, q) {
+			if m := c.lineCount(rel); m < 0 || r.Line <= m {
+				return false
+			}
+		}
 	}
 	return true
 }
@@ -439,46 +497,6 @@ func countLines(r io.Reader) (int, error) {
 	return n, nil
 }
 
-// findRenames records in c.moved where each missing root-relative path
-// went: a rename staged in the index (index modes), else a rename in the
-// commits reachable from HEAD (not in PreCommit mode).
-func (c *Checker) findRenames(missing []string) {
-	var pending []string
-	for _, p := range missing {
-		if _, ok := c.moved[c.prefix+p]; !ok {
-			pending = append(pending, c.prefix+p)
-		}
-	}
-	if len(pending) == 0 {
-		return
-	}
-	if c.source != sourceHead {
-		rest := pending[:0]
-		for _, p := range pending {
-			if e, ok := c.headEntry(p); ok && e != nil {
-				// In HEAD, not in the checked tree: a deletion or rename
-				// the next commit makes (or a file removed on disk), not
-				// history.
-				if c.source == sourceIndex {
-					c.moved[p] = c.stagedTarget(p, e)
-				} else {
-					c.moved[p] = ""
-				}
-				continue
-			}
-			rest = append(rest, p)
-		}
-		pending = rest
-	}
-	if c.mode == PreCommit {
-		for _, p := range pending {
-			c.moved[p] = ""
-		}
-		return
-	}
-	c.walkHistory(pending)
-}
-
 // stagedTarget finds where the HEAD file p (entry e) went in the index: a
 // path with the same blob that is not in HEAD (an exact rename, "git mv").
 // Empty files are never matched. When many files share the blob, the
@@ -535,4 +553,35 @@ func (c *Checker) rootRel(q string) string {
 		return ""
 	}
 	return strings.TrimPrefix(q, c.prefix)
+}
+
+// relaxGC lets the heap grow to five times the live data (GOGC=400) until
+// the returned function is called. Decoding a large index makes tens of
+// thousands of small allocations that all stay live: with the default
+// setting a good part of it was spent collecting garbage that was not
+// there. Nested and concurrent uses share one relaxation; the setting found
+// before the first is restored after the last.
+func relaxGC() func() {
+	gcRelax.Lock()
+	defer gcRelax.Unlock()
+	if gcRelax.users == 0 {
+		gcRelax.old = debug.SetGCPercent(400)
+		if gcRelax.old < 0 || gcRelax.old > 400 {
+			debug.SetGCPercent(gcRelax.old) // off or already relaxed further
+		}
+	}
+	gcRelax.users++
+	return func() {
+		gcRelax.Lock()
+		defer gcRelax.Unlock()
+		if gcRelax.users--; gcRelax.users == 0 {
+			debug.SetGCPercent(gcRelax.old)
+		}
+	}
+}
+
+// gcRelax counts the callers of relaxGC.
+var gcRelax struct {
+	sync.Mutex
+	users, old int
 }

@@ -2,9 +2,11 @@ package staleness
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -103,6 +105,9 @@ func check(t *testing.T, c *Checker, text string) string {
 		if f.RenamedTo != "" {
 			s += " -> " + f.RenamedTo
 		}
+		if f.Truncated {
+			s += fmt.Sprintf(" searched %d truncated", f.Searched)
+		}
 		out = append(out, s)
 	}
 	if err := c.Err(); err != nil {
@@ -124,7 +129,8 @@ func TestCheckMissingAndLines(t *testing.T) {
 		t.Fatalf("source = %q", c.Source())
 	}
 	got := check(t, c, "src/a.go src/a.go:10 src/a.go:11 src/short.go:3 src/short.go:4 src/empty.go src/empty.go:1 src/nope.go src/nope.go:3 src")
-	want := "src/a.go:11 line-past-eof; src/short.go:4 line-past-eof; src/empty.go:1 line-past-eof; src/nope.go missing"
+	// src/nope.go never existed: not reported.
+	want := "src/a.go:11 line-past-eof; src/short.go:4 line-past-eof; src/empty.go:1 line-past-eof"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -138,7 +144,8 @@ func TestCheckHeadIgnoresWorktree(t *testing.T) {
 	if err := os.Remove(filepath.Join(r.dir, "src/a.go")); err != nil {
 		t.Fatal(err)
 	}
-	if got := check(t, open(t, r.dir, Auto), "src/a.go src/new.go"); got != "src/new.go missing" {
+	// src/new.go was never committed: not a reference to HEAD's code.
+	if got := check(t, open(t, r.dir, Auto), "src/a.go src/new.go"); got != "" {
 		t.Errorf("HEAD: %s", got)
 	}
 	if got := check(t, open(t, r.dir, Worktree), "src/a.go src/new.go"); got != "src/a.go missing" {
@@ -168,7 +175,7 @@ func TestCheckRenames(t *testing.T) {
 	r.commit("unrelated")
 
 	got := check(t, open(t, r.dir, Auto), "src/a.go:3 src/gone.go src/chain1.go src/chain2.go src/edited.go src/dead.go")
-	want := "src/a.go:3 missing -> lib/a.go; src/gone.go missing; src/chain1.go missing -> pkg/chain3.go; " +
+	want := "src/a.go:3 missing -> lib/a.go:3; src/gone.go missing; src/chain1.go missing -> pkg/chain3.go; " +
 		"src/chain2.go missing -> pkg/chain3.go; src/edited.go missing -> src/edited2.go; src/dead.go missing"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
@@ -179,7 +186,7 @@ func TestCheckRenames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := check(t, c, "src/a.go src/chain2.go"); got != "src/a.go missing; src/chain2.go missing" {
+	if got := check(t, c, "src/a.go src/chain2.go"); got != "src/a.go missing searched 1 truncated; src/chain2.go missing searched 1 truncated" {
 		t.Errorf("depth 1: %s", got)
 	}
 }
@@ -196,7 +203,7 @@ func TestCheckHistoryReuse(t *testing.T) {
 	r.mv("b.go", "b2.go")
 	r.commit("b")
 	c := open(t, r.dir, Auto)
-	if got := check(t, c, "a.go nothere.go"); got != "a.go missing -> a2.go; nothere.go missing" {
+	if got := check(t, c, "a.go nothere.go"); got != "a.go missing -> a2.go" {
 		t.Errorf("first: %s", got)
 	}
 	if got := check(t, c, "b.go"); got != "b.go missing -> b2.go" {
@@ -220,14 +227,14 @@ func TestCheckStaged(t *testing.T) {
 	r.git("add", "-A")
 
 	refs := "src/del.go src/mv.go src/keep.go:5 src/empty.go lib/pkg.tsx lib/pkg.ts"
-	if got := check(t, open(t, r.dir, Auto), refs); got != "lib/pkg.ts missing" {
+	if got := check(t, open(t, r.dir, Auto), refs); got != "" {
 		t.Errorf("HEAD sees staged changes: %s", got)
 	}
 	c := open(t, r.dir, Staged)
 	if c.Source() != "index" {
 		t.Fatalf("source = %q", c.Source())
 	}
-	want := "src/del.go missing; src/mv.go missing -> src/moved.go; src/keep.go:5 line-past-eof; src/empty.go missing; lib/pkg.ts missing"
+	want := "src/del.go missing; src/mv.go missing -> src/moved.go; src/keep.go:5 line-past-eof; src/empty.go missing"
 	if got := check(t, c, refs); got != want {
 		t.Errorf("staged:\n got %s\nwant %s", got, want)
 	}
@@ -321,10 +328,10 @@ func TestCheckUnbornHead(t *testing.T) {
 	if c.Source() != "working tree" {
 		t.Fatalf("source = %q", c.Source())
 	}
-	if got := check(t, c, "a.go b.go c.go"); got != "c.go missing" {
+	if got := check(t, c, "a.go b.go c.go src/c.go"); got != "src/c.go missing" {
 		t.Errorf("auto: %s", got)
 	}
-	if got := check(t, open(t, r.dir, Staged), "a.go b.go c.go"); got != "b.go missing; c.go missing" {
+	if got := check(t, open(t, r.dir, Staged), "a.go b.go c.go src/b.go"); got != "src/b.go missing" {
 		t.Errorf("staged: %s", got)
 	}
 	if got := check(t, open(t, r.dir, PreCommit), "a.go b.go c.go"); got != "" {
@@ -340,11 +347,27 @@ func TestCheckSubdirRoot(t *testing.T) {
 	r.mv("proj/src/a.go", "proj/lib/a.go")
 	r.commit("mv")
 	root := filepath.Join(r.dir, "proj")
-	if got := check(t, open(t, root, Auto), "src/a.go lib/a.go top.go"); got != "src/a.go missing -> lib/a.go; top.go missing" {
+	if got := check(t, open(t, root, Auto), "src/a.go lib/a.go top.go"); got != "src/a.go missing -> lib/a.go" {
 		t.Errorf("auto: %s", got)
 	}
 	r.mv("proj/lib/a.go", "proj/a.go")
 	if got := check(t, open(t, root, Staged), "lib/a.go"); got != "lib/a.go missing -> a.go" {
 		t.Errorf("staged: %s", got)
+	}
+}
+
+// relaxGC nests and restores the setting found before the first use.
+func TestRelaxGC(t *testing.T) {
+	prev := debug.SetGCPercent(150)
+	defer debug.SetGCPercent(prev)
+	a := relaxGC()
+	b := relaxGC()
+	a()
+	if got := debug.SetGCPercent(400); got != 400 {
+		t.Errorf("after one of two releases: GOGC %d, want 400", got)
+	}
+	b()
+	if got := debug.SetGCPercent(150); got != 150 {
+		t.Errorf("after both: GOGC %d, want 150", got)
 	}
 }

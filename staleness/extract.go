@@ -25,6 +25,15 @@ type Ref struct {
 	Path string
 	Line int
 	Raw  string
+	// Rooted is set when the reference is written from the root — a link
+	// destination starting with "/", "./" or "../", or text starting with
+	// "./" — and must resolve exactly. Otherwise a path with a directory
+	// may also be a path suffix of a tracked file or relative to Dir, and a
+	// bare file name may name a tracked file in any directory.
+	Rooted bool
+	// Dir is the directory of the document the reference was written in,
+	// relative to the root ("" for the root or for free text).
+	Dir string
 }
 
 // Options control what counts as a file reference.
@@ -42,11 +51,19 @@ type Options struct {
 	// or "../" are resolved against it, the way a Markdown viewer resolves
 	// them; every other reference is relative to the root.
 	LinkBase string
+	// Explain asks Scan for the resolution of every reference
+	// (Report.Refs).
+	Explain bool
+	// Sources are the configured globs of read-only Markdown files checked
+	// besides the knowledge base (see Sources).
+	Sources []string
+	// NoPresets turns the automatically detected sources off.
+	NoPresets bool
 }
 
 // OptionsFor returns the extraction options of a configuration.
 func OptionsFor(cfg config.Staleness) Options {
-	return Options{Extensions: cfg.Extensions, Ignore: cfg.Ignore}
+	return Options{Extensions: cfg.Extensions, Ignore: cfg.Ignore, Sources: cfg.Sources, NoPresets: cfg.NoPresets}
 }
 
 // ExtractText returns the file references in free text (an observation's
@@ -61,6 +78,13 @@ func ExtractText(s string, opts Options) []Ref {
 		}
 	})
 	return refs
+}
+
+// ExtractTextIn is ExtractText for text written in a file of directory
+// dir: partial paths may also be relative to it.
+func ExtractTextIn(s, dir string, opts Options) []Ref {
+	opts.LinkBase = dir
+	return ExtractText(s, opts)
 }
 
 // ExtractMarkdown returns the file references in one knowledge section (or
@@ -186,15 +210,20 @@ func isSeparator(r rune) bool {
 		r == utf8.RuneError
 }
 
-// scanTokens calls f with every maximal run of non-separator runes.
+// scanTokens calls f with every maximal run of non-separator runes, except
+// the tail of a template placeholder: a run glued to a closing '>' or '}'
+// that does not start with a letter or digit ("<dir>/x.md", "{name}.md",
+// "${root}/a.go" leave "/x.md", ".md", "/a.go", which are not paths).
 func scanTokens(s string, f func(string)) {
 	start := -1
+	var before rune // the separator before the current run
 	for i, r := range s {
 		if isSeparator(r) {
 			if start >= 0 {
-				f(s[start:i])
+				emitToken(s[start:i], before, f)
 				start = -1
 			}
+			before = r
 			continue
 		}
 		if start < 0 {
@@ -202,8 +231,18 @@ func scanTokens(s string, f func(string)) {
 		}
 	}
 	if start >= 0 {
-		f(s[start:])
+		emitToken(s[start:], before, f)
 	}
+}
+
+func emitToken(tok string, before rune, f func(string)) {
+	if before == '>' || before == '}' {
+		r, _ := utf8.DecodeRuneInString(tok)
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			return
+		}
+	}
+	f(tok)
 }
 
 // unescapeMarkdown removes the backslash of a Markdown escape (a backslash
@@ -231,6 +270,7 @@ func isASCIIPunct(c byte) bool {
 // opts.LinkBase.
 func linkRef(dest string, opts Options) (Ref, bool) {
 	raw := dest
+	rooted := false
 	if strings.Contains(dest, "://") || strings.HasPrefix(strings.ToLower(dest), "mailto:") {
 		return Ref{}, false
 	}
@@ -247,7 +287,9 @@ func linkRef(dest string, opts Options) (Ref, bool) {
 	switch {
 	case strings.HasPrefix(dest, "/") && !strings.HasPrefix(dest, "//"):
 		dest = dest[1:]
+		rooted = true
 	case strings.HasPrefix(dest, "./") || strings.HasPrefix(dest, "../"):
+		rooted = true
 		if opts.LinkBase != "" {
 			dest = path.Join(opts.LinkBase, dest)
 			if dest == ".." || strings.HasPrefix(dest, "../") {
@@ -258,6 +300,7 @@ func linkRef(dest string, opts Options) (Ref, bool) {
 	r, ok := parseRef(dest, opts, true)
 	if ok {
 		r.Raw = raw
+		r.Rooted = rooted
 	}
 	return r, ok
 }
@@ -293,7 +336,8 @@ func parseRef(tok string, opts Options, link bool) (Ref, bool) {
 	if !hasExtension(p, opts.Extensions) || looksLikeHost(p) || ignored(p, opts.Ignore) {
 		return Ref{}, false
 	}
-	return Ref{Path: p, Line: line, Raw: raw}, true
+	rooted := strings.HasPrefix(body, "./") || strings.HasPrefix(body, `.\`)
+	return Ref{Path: p, Line: line, Raw: raw, Rooted: rooted, Dir: opts.LinkBase}, true
 }
 
 // pathRune reports the runes a path may hold: letters, digits, marks and

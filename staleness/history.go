@@ -1,8 +1,10 @@
 package staleness
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -10,8 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// Tree reading. Every tree object is decoded at most once per Checker and
-// looked up by hash: consecutive commits share almost all their subtrees,
+// Tree reading. A tree object is decoded once per Checker (up to maxTrees
+// of them) and looked up by hash: consecutive commits share almost all their subtrees,
 // so following a few paths through many commits reads few objects. (go-git's
 // object.DiffTree lists every sibling of a changed directory, reading one
 // tree object — and reopening the packfile — per sibling; on a 50,000-file
@@ -26,9 +28,17 @@ func (c *Checker) treeObj(h plumbing.Hash) (*object.Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
+	if len(c.trees) >= maxTrees {
+		// A long history walk reads tens of thousands of trees, each
+		// needed for a commit or two: start over rather than hold them.
+		clear(c.trees)
+	}
 	c.trees[h] = t
 	return t, nil
 }
+
+// maxTrees bounds the decoded trees a Checker keeps.
+const maxTrees = 1024
 
 // lookup finds the repository path p in the tree with hash root.
 func (c *Checker) lookup(root plumbing.Hash, p string) (object.TreeEntry, bool, error) {
@@ -54,19 +64,29 @@ func (c *Checker) lookup(root plumbing.Hash, p string) (object.TreeEntry, bool, 
 	}
 }
 
-// history is the part of HEAD's first-parent history read so far, newest
-// first. It grows only while some missing path is unresolved and never
-// beyond the configured depth; later lookups reuse the steps already read.
+// history is the part of HEAD's history read so far: every commit
+// reachable through all parents (like git log), newest committer date
+// first, at most the configured depth. It grows only while some missing
+// reference is unresolved; later lookups reuse the steps already read.
 type history struct {
-	next  *object.Commit // next commit to compare with its first parent
-	steps []*step
-	done  bool
+	queue     commitQueue
+	queued    map[plumbing.Hash]bool
+	seq       int
+	started   bool
+	steps     []*step
+	truncated bool // stopped at the depth with commits left
+	// dels lists every deletion read so far by base name, newest first.
+	dels map[string][]deletion
 }
 
-// step is one commit compared with its first parent.
+type deletion struct {
+	step int
+	path string
+}
+
+// step is one commit compared with its parents.
 type step struct {
-	from, to plumbing.Hash     // root trees of the parent and of the commit
-	deleted  map[string]bool   // memo: was this path removed by the commit
+	from, to plumbing.Hash     // root trees of the first parent and of the commit
 	renames  map[string]string // from → to, computed on first use
 }
 
@@ -74,63 +94,96 @@ type step struct {
 // than 1000 additions or deletions gets exact renames only.
 var renameOptions = &object.DiffTreeOptions{DetectRenames: true, RenameScore: 50, RenameLimit: 1000}
 
-// walkHistory resolves each pending repository path: the newest commit
-// that removed it, followed through later renames to a name present in the
-// checked tree. A path not removed within the depth, or removed without a
-// rename, resolves to "".
-func (c *Checker) walkHistory(pending []string) {
-	want := append([]string(nil), pending...)
-	resolve := func(i int) {
-		rest := want[:0]
-		for _, p := range want {
-			if c.deletedIn(i, p) {
-				c.moved[p] = c.follow(c.renameIn(i, p), i)
+// walkHistory resolves each pending reference: the newest commit that
+// removed a file it names (the path; for unrooted references also a file
+// of that name, a path ending in it, or it relative to its document),
+// followed through later renames to a name present in the checked tree.
+// A reference no commit within the depth removed is never-tracked, except
+// that a rooted reference, and a path with a directory when there is no
+// history or the walk was cut short, is missing (with the commits
+// searched, and whether the walk stopped at the depth).
+func (c *Checker) walkHistory(pending []Ref) {
+	want := map[string][]Ref{} // by base name
+	n := 0
+	for _, r := range pending {
+		b := path.Base(r.Path)
+		want[b] = append(want[b], r)
+		n++
+	}
+	found := func(r Ref, d deletion) {
+		o := c.outcomes[keyOf(r)]
+		o.missing = true
+		o.moved = c.follow(c.renameIn(d.step, d.path), d.step)
+	}
+	// What was read already, newest first.
+	for b, rs := range want {
+		rest := rs[:0]
+		for _, r := range rs {
+			if d, ok := c.firstDeletion(r, c.hist.dels[b]); ok {
+				found(r, d)
+				n--
 			} else {
-				rest = append(rest, p)
+				rest = append(rest, r)
 			}
 		}
-		want = rest
+		want[b] = rest
 	}
-	for i := 0; i < len(c.hist.steps) && len(want) > 0; i++ {
-		resolve(i)
-	}
-	for len(want) > 0 {
-		i, ok := c.nextStep()
+	for n > 0 {
+		i, dels, ok := c.nextStep()
 		if !ok {
 			break
 		}
-		resolve(i)
+		for _, q := range dels {
+			b := path.Base(q)
+			rs := want[b]
+			if len(rs) == 0 {
+				continue
+			}
+			rest := rs[:0]
+			for _, r := range rs {
+				if c.matches(r, q) {
+					found(r, deletion{i, q})
+					n--
+				} else {
+					rest = append(rest, r)
+				}
+			}
+			want[b] = rest
+		}
 	}
-	for _, p := range want {
-		c.moved[p] = ""
+	for _, rs := range want {
+		for _, r := range rs {
+			o := c.outcomes[keyOf(r)]
+			o.searched, o.truncated = len(c.hist.steps), c.hist.truncated
+			// Without history (outside git, before the first commit)
+			// or with history cut short, a path with a directory may
+			// well have been a file: report it. A bare name is a file
+			// reference only when a file of that name was seen.
+			if r.Rooted || !r.bare() && (c.head == nil || c.hist.truncated) {
+				o.missing = true
+			} else {
+				o.skip = NeverTracked
+			}
+		}
 	}
 }
 
-// deletedIn reports whether step i removed the repository path p.
-func (c *Checker) deletedIn(i int, p string) bool {
-	s := c.hist.steps[i]
-	if v, ok := s.deleted[p]; ok {
-		return v
-	}
-	v := false
-	if !s.from.IsZero() && s.from != s.to {
-		_, inFrom, err := c.lookup(s.from, p)
-		c.fail(err)
-		if inFrom {
-			_, inTo, err := c.lookup(s.to, p)
-			c.fail(err)
-			v = err == nil && !inTo
+// firstDeletion returns the newest deletion among dels (newest first) of a
+// file r names.
+func (c *Checker) firstDeletion(r Ref, dels []deletion) (deletion, bool) {
+	for _, d := range dels {
+		if c.matches(r, d.path) {
+			return d, true
 		}
 	}
-	s.deleted[p] = v
-	return v
+	return deletion{}, false
 }
 
 // follow takes the name a file was renamed to in step i and follows later
 // (newer) renames to a name present in the checked tree; "" when the trail
 // ends in a deletion.
 func (c *Checker) follow(name string, i int) string {
-	for name != "" {
+	for hops := 0; name != "" && hops <= len(c.hist.steps); hops++ {
 		rel := c.rootRel(name)
 		if rel == "" {
 			return ""
@@ -138,9 +191,11 @@ func (c *Checker) follow(name string, i int) string {
 		if c.present(rel) {
 			return rel
 		}
-		j := i - 1
-		for j >= 0 && !c.deletedIn(j, name) {
-			j--
+		j := -1
+		for _, d := range c.hist.dels[path.Base(name)] {
+			if d.step < i && d.path == name {
+				j = max(j, d.step)
+			}
 		}
 		if j < 0 {
 			// In HEAD but not in the checked tree: a staged deletion
@@ -258,30 +313,114 @@ func (c *Checker) side(t *object.Tree, e *object.TreeEntry, dir string, del bool
 	return nil
 }
 
-// nextStep reads one more commit of history and returns its step index.
-func (c *Checker) nextStep() (int, bool) {
+// nextStep reads one more commit of history: its step index and the files
+// it removed (for a merge, the files every parent had).
+func (c *Checker) nextStep() (int, []string, bool) {
 	h := &c.hist
 	if c.ctx != nil && c.ctx.Err() != nil {
 		c.fail(fmt.Errorf("staleness: history walk stopped: %w", context.Cause(c.ctx)))
-		h.done = true
-		return 0, false
+		return 0, nil, false
 	}
-	if h.done || h.next == nil || len(h.steps) >= c.depth {
-		h.done = true
-		return 0, false
+	if !h.started {
+		h.started = true
+		h.queued = map[plumbing.Hash]bool{}
+		h.dels = map[string][]deletion{}
+		if c.head != nil {
+			h.push(c.head)
+		}
 	}
-	commit := h.next
-	s := &step{to: commit.TreeHash, deleted: map[string]bool{}}
-	h.next = nil
-	if commit.NumParents() > 0 {
-		parent, err := commit.Parent(0)
+	if len(h.queue) == 0 {
+		return 0, nil, false
+	}
+	if len(h.steps) >= c.depth {
+		h.truncated = true
+		return 0, nil, false
+	}
+	commit := heap.Pop(&h.queue).(queued).c
+	var parents []*object.Commit
+	for _, ph := range commit.ParentHashes {
+		p, err := c.repo.CommitObject(ph)
 		if err != nil {
 			// A shallow clone ends here.
-			h.done = true
-			return 0, false
+			continue
 		}
-		h.next, s.from = parent, parent.TreeHash
+		parents = append(parents, p)
+		if !h.queued[ph] {
+			h.push(p)
+		}
 	}
+	s := &step{to: commit.TreeHash}
 	h.steps = append(h.steps, s)
-	return len(h.steps) - 1, true
+	i := len(h.steps) - 1
+	if len(parents) == 0 {
+		return i, nil, true
+	}
+	s.from = parents[0].TreeHash
+	if s.from == s.to {
+		return i, nil, true
+	}
+	var changes object.Changes
+	if err := c.diff(s.from, s.to, "", &changes); err != nil {
+		c.fail(fmt.Errorf("staleness: diff commit %s: %w", commit.Hash, err))
+		return i, nil, true
+	}
+	var dels []string
+	for _, ch := range changes {
+		if ch.To.Name != "" {
+			continue
+		}
+		q := ch.From.Name
+		if c.inEveryParent(q, parents[1:]) {
+			dels = append(dels, q)
+			b := path.Base(q)
+			h.dels[b] = append(h.dels[b], deletion{i, q})
+		}
+	}
+	return i, dels, true
+}
+
+// inEveryParent reports whether every one of parents has the path q: a
+// merge removes a file only when no parent lacked it (otherwise the branch
+// that removed it did, and that commit is walked too).
+func (c *Checker) inEveryParent(q string, parents []*object.Commit) bool {
+	for _, p := range parents {
+		_, ok, err := c.lookup(p.TreeHash, q)
+		c.fail(err)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+type queued struct {
+	c   *object.Commit
+	seq int
+}
+
+// commitQueue orders commits newest committer date first, then in the
+// order they were queued (children before parents).
+type commitQueue []queued
+
+func (q commitQueue) Len() int { return len(q) }
+func (q commitQueue) Less(i, j int) bool {
+	ti, tj := q[i].c.Committer.When, q[j].c.Committer.When
+	if !ti.Equal(tj) {
+		return ti.After(tj)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queued)) }
+func (q *commitQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}
+
+func (h *history) push(c *object.Commit) {
+	h.queued[c.Hash] = true
+	h.seq++
+	heap.Push(&h.queue, queued{c, h.seq})
 }

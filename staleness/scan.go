@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -25,6 +26,10 @@ const knowledgeDir = ".memory/knowledge"
 type Report struct {
 	Checked int       `json:"checked"` // references checked (deduplicated per entry)
 	Stale   []Finding `json:"stale"`
+	// Sources are the source files checked besides the knowledge base.
+	Sources []string `json:"sources,omitempty"`
+	// Refs is how every reference resolved (Options.Explain).
+	Refs []Resolution `json:"refs,omitempty"`
 }
 
 // ScanTree opens the tree mode names (Open) and scans the knowledge files and
@@ -50,8 +55,8 @@ func ScanTreeContext(ctx context.Context, root string, mode Mode, cfg config.Sta
 // that order: decisions, pitfalls, then observations in log order.
 func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, error) {
 	type entry struct {
-		id   string
-		refs []Ref
+		id, file, heading string
+		refs              []Ref
 	}
 	var entries []entry
 	paths := manifest.PathsFor(root)
@@ -64,14 +69,39 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 		for _, s := range markdown.Sections(src) {
 			if s.Active() {
-				entries = append(entries, entry{s.ID, ExtractMarkdown(markdown.SectionText(src, s), kopts)})
+				entries = append(entries, entry{id: s.ID, refs: ExtractMarkdown(markdown.SectionText(src, s), kopts)})
 			}
 		}
 	}
 	if log != nil {
 		for _, o := range log.Observations() {
 			if o.Status != manifest.Deprecated {
-				entries = append(entries, entry{o.ID, ObservationRefs(o, opts)})
+				entries = append(entries, entry{id: o.ID, refs: ObservationRefs(o, opts)})
+			}
+		}
+	}
+	rep := Report{Stale: []Finding{}}
+	read := 0
+	for _, sf := range SelectSources(c.TreePaths(".md"), opts.Sources, opts.NoPresets) {
+		if read >= maxSourceBytes {
+			break
+		}
+		src, err := readBounded(root, sf.Path, maxSourceFile)
+		if err != nil {
+			// A source in the tree but not on disk (or too large, or a
+			// symlink): nothing to read, not a failure of the check.
+			continue
+		}
+		read += len(src)
+		rep.Sources = append(rep.Sources, sf.Path)
+		sopts := opts
+		sopts.LinkBase = path.Dir(sf.Path)
+		if sopts.LinkBase == "." {
+			sopts.LinkBase = ""
+		}
+		for _, sec := range SplitSections(src, sf.Whole) {
+			if refs := ExtractMarkdown(sec.Text, sopts); len(refs) > 0 {
+				entries = append(entries, entry{id: sf.Path, file: sf.Path, heading: sec.Heading, refs: refs})
 			}
 		}
 	}
@@ -80,16 +110,25 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	for _, e := range entries {
 		all = append(all, e.refs...)
 	}
-	c.prime(all)
-	rep := Report{Stale: []Finding{}}
+	c.resolveAll(all)
 	for _, e := range entries {
 		if c.ctx != nil && c.ctx.Err() != nil {
 			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 		}
 		rep.Checked += len(e.refs)
 		for _, f := range c.Check(e.refs) {
-			f.ID = e.id
+			f.ID, f.File, f.Heading = e.id, e.file, e.heading
 			rep.Stale = append(rep.Stale, f)
+		}
+		if opts.Explain {
+			where := e.id
+			if e.heading != "" {
+				where += " § " + e.heading
+			}
+			for _, r := range c.Explain(e.refs) {
+				r.Source = where
+				rep.Refs = append(rep.Refs, r)
+			}
 		}
 	}
 	if c.ctx != nil && c.ctx.Err() != nil {
@@ -179,4 +218,43 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 	}
 	return n
+}
+
+// indexDepth bounds the history walk of EntryMarks: the session-start
+// hook must stay fast.
+const indexDepth = 200
+
+// EntryMarks returns, for each knowledge entry (id → its Markdown text)
+// with a stale reference, the first one as written: what the session-start
+// index shows as "[stale: ref]". The entries are checked against HEAD (the
+// working tree outside git) with a history walk of at most 200 commits;
+// only sure findings count — a path still unaccounted for when the walk
+// stopped early is not marked.
+func EntryMarks(root string, cfg config.Staleness, ids []string, texts map[string]string) (map[string]string, error) {
+	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
+		cfg.RenameDepth = indexDepth
+	}
+	c, err := Open(root, Auto, cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := OptionsFor(cfg)
+	opts.LinkBase = knowledgeDir
+	refs := make(map[string][]Ref, len(ids))
+	var all []Ref
+	for _, id := range ids {
+		refs[id] = ExtractMarkdown([]byte(texts[id]), opts)
+		all = append(all, refs[id]...)
+	}
+	c.resolveAll(all)
+	out := map[string]string{}
+	for _, id := range ids {
+		for _, f := range c.Check(refs[id]) {
+			if !f.Truncated {
+				out[id] = f.Ref
+				break
+			}
+		}
+	}
+	return out, c.Err()
 }

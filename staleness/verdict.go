@@ -29,7 +29,10 @@ type Issue struct {
 	Reason    string   `json:"reason"`
 	RenamedTo string   `json:"renamed_to,omitempty"`
 	IDs       []string `json:"ids"`
-	Fix       []string `json:"fix"`
+	// Where names each of IDs for a person: the id, and for a reference in
+	// a Markdown source its heading ("docs/adr/0002-x.md § Decision").
+	Where []string `json:"where,omitempty"`
+	Fix   []string `json:"fix"`
 }
 
 // Judge sorts findings into a Verdict. A rendered decision or pitfall
@@ -98,6 +101,11 @@ func Judge(findings []Finding, log *manifest.Log) Verdict {
 			}
 			is := &(*list)[idx[j.f.Ref]]
 			is.IDs = append(is.IDs, j.f.ID)
+			where := j.f.ID
+			if j.f.Heading != "" {
+				where += " § " + j.f.Heading
+			}
+			is.Where = append(is.Where, where)
 			is.Fix = append(is.Fix, j.fix)
 		}
 	}

@@ -260,6 +260,7 @@ func buildIndexFor(a *app, root string, cfg config.Config, budget int, log *mani
 		return index.Result{}, err
 	}
 	entries, avoid := rankEntriesFor(a, root, cfg, entries, log, role)
+	entries = markStaleEntries(a, root, cfg, entries)
 	return index.BuildWith(entries, avoid, index.Options{Budget: budget, MinScore: minIndexScore, Role: role}), nil
 }
 

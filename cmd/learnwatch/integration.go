@@ -282,7 +282,7 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 		if st, err := staleKnowledge(root, cfg, log); err == nil && len(st) > 0 {
 			x.json["stale_knowledge"] = st
 			for _, f := range st {
-				line := fmt.Sprintf("%s references %s (%s)", f.ID, f.Ref, f.Reason)
+				line := fmt.Sprintf("%s references %s (%s)", findingWhere(f), f.Ref, f.Reason)
 				if f.RenamedTo != "" {
 					line += ", renamed to " + f.RenamedTo
 				}
@@ -332,8 +332,9 @@ func staleHook(a *app, cfg config.Config) func(root string, log *manifest.Log) (
 	}
 }
 
-// staleKnowledge lists stale references of knowledge entries (ADR/PF), for
-// review; observations carry their own mayBeStale flag.
+// staleKnowledge lists stale references of knowledge entries (ADR/PF) and
+// of source files (ADRs, KNOWLEDGE.md, staleness.sources), for review;
+// observations carry their own mayBeStale flag.
 func staleKnowledge(root string, cfg config.Config, log *manifest.Log) ([]staleness.Finding, error) {
 	rep, err := staleness.ScanTree(root, staleness.Auto, cfg.Staleness, log)
 	if err != nil {
@@ -341,7 +342,7 @@ func staleKnowledge(root string, cfg config.Config, log *manifest.Log) ([]stalen
 	}
 	var out []staleness.Finding
 	for _, f := range rep.Stale {
-		if strings.HasPrefix(f.ID, "ADR-") || strings.HasPrefix(f.ID, "PF-") {
+		if strings.HasPrefix(f.ID, "ADR-") || strings.HasPrefix(f.ID, "PF-") || f.File != "" {
 			out = append(out, f)
 		}
 	}

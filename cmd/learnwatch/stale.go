@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,7 +26,7 @@ func init() {
 }
 
 func newStaleCmd(a *app) *cobra.Command {
-	var staged, fail bool
+	var staged, fail, explain bool
 	c := &cobra.Command{
 		Use:   "stale",
 		Short: "Check the file references of knowledge entries and observations against the git tree",
@@ -33,7 +35,11 @@ func newStaleCmd(a *app) *cobra.Command {
 deprecated, and checks them against HEAD (--staged: the index; outside git:
 the working tree). A missing path that was renamed in history is reported
 with where it went; a line past the end of its file is stale too. Stale
-observations are marked mayBeStale/needsReview in the log.`,
+observations are marked mayBeStale/needsReview in the log when .memory is
+writable (a read-only checkout still gets the report). Besides the knowledge
+base, Markdown sources are checked read-only: staleness.sources globs, ADRs
+in docs/adr, doc/adr, docs/decisions and every KNOWLEDGE.md. --explain (or
+-v) lists every extracted reference with how it resolved.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			root, cfg, err := a.setup()
@@ -51,7 +57,7 @@ observations are marked mayBeStale/needsReview in the log.`,
 			if err != nil {
 				return exitcode.Wrap(exitcode.IO, err)
 			}
-			rep, marked, err := a.staleScan(root, chk, cfg)
+			rep, marked, readOnly, err := a.staleScan(root, chk, cfg, explain || a.verbose)
 			if err != nil {
 				return err
 			}
@@ -59,6 +65,7 @@ observations are marked mayBeStale/needsReview in the log.`,
 				a.log.Warn("some references could not be checked", "err", err)
 			}
 			if err := a.emit(rep, func(w io.Writer) {
+				printResolutions(w, rep.Refs)
 				printFindings(w, rep.Stale)
 				switch len(rep.Stale) {
 				case 0:
@@ -66,8 +73,14 @@ observations are marked mayBeStale/needsReview in the log.`,
 				default:
 					fmt.Fprintf(w, "%d stale of %d references checked against %s\n", len(rep.Stale), rep.Checked, treeName(chk))
 				}
+				if len(rep.Sources) > 0 {
+					fmt.Fprintf(w, "sources checked besides the knowledge base: %d Markdown file(s)\n", len(rep.Sources))
+				}
 				if marked > 0 {
 					fmt.Fprintf(w, "%d observation(s) updated in the learning log\n", marked)
+				}
+				if readOnly {
+					fmt.Fprintln(w, ".memory is read-only: observations not marked (run learnwatch reconcile where it is writable)")
 				}
 			}); err != nil {
 				return err
@@ -80,18 +93,22 @@ observations are marked mayBeStale/needsReview in the log.`,
 	}
 	c.Flags().BoolVar(&staged, "staged", false, "check against the index (what the next commit holds) instead of HEAD")
 	c.Flags().BoolVar(&fail, "fail", false, "exit 1 when anything is stale")
+	c.Flags().BoolVar(&explain, "explain", false, "list every extracted reference with how it resolved (also with -v)")
 	return c
 }
 
 // staleScan runs the scan under the learning lock and writes the log when
 // Mark changed it. Without a .memory directory there is nothing to scan
-// and nothing is created.
-func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config) (rep staleness.Report, marked int, err error) {
+// and nothing is created. A read-only .memory (the lock cannot be taken,
+// or the log cannot be written) still gets the report: readOnly is set and
+// nothing is marked.
+func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config, explain bool) (rep staleness.Report, marked int, readOnly bool, err error) {
 	paths := manifest.PathsFor(root)
 	opts := staleness.OptionsFor(cfg.Staleness)
+	opts.Explain = explain
 	if fi, err := os.Stat(paths.Memory); err != nil || !fi.IsDir() {
 		rep, err := staleness.Scan(root, chk, nil, opts)
-		return rep, 0, exitcode.Wrap(exitcode.IO, err)
+		return rep, 0, false, exitcode.Wrap(exitcode.IO, err)
 	}
 	err = a.withLearningLock(root, cfg, func() error {
 		log, err := manifest.ReadLog(paths.Log)
@@ -103,14 +120,66 @@ func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config) 
 		}
 		marked = staleness.Mark(log, rep.Stale)
 		if log.Changed() {
-			return manifest.WriteLog(paths.Log, log)
+			if err := manifest.WriteLog(paths.Log, log); err != nil {
+				if !readOnlyErr(err) {
+					return err
+				}
+				readOnly, marked = true, 0
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		return rep, 0, exitcode.Wrap(exitcode.IO, err)
+	if err != nil && readOnlyErr(err) {
+		// No lock without write access: a check reads, it does not mark.
+		log, lerr := manifest.ReadLog(paths.Log)
+		if lerr != nil {
+			return rep, 0, false, exitcode.Wrap(exitcode.IO, lerr)
+		}
+		rep, err = staleness.Scan(root, chk, log, opts)
+		return rep, 0, true, exitcode.Wrap(exitcode.IO, err)
 	}
-	return rep, marked, nil
+	if err != nil {
+		return rep, 0, false, exitcode.Wrap(exitcode.IO, err)
+	}
+	return rep, marked, readOnly, nil
+}
+
+// readOnlyErr reports an error that only says the file system refuses
+// writes.
+func readOnlyErr(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+// printResolutions lists how each reference resolved (stale --explain).
+func printResolutions(w io.Writer, refs []staleness.Resolution) {
+	if len(refs) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range refs {
+		how := ""
+		switch {
+		case r.ResolvedAs != "" && r.Reason != "":
+			how = fmt.Sprintf("%s (by %s): %s", r.ResolvedAs, r.How, r.Reason)
+		case r.ResolvedAs != "":
+			how = fmt.Sprintf("%s (by %s)", r.ResolvedAs, r.How)
+		default:
+			how = r.Reason
+			if r.RenamedTo != "" {
+				how += ", renamed to " + r.RenamedTo
+			}
+			if r.Searched > 0 || r.Truncated {
+				how += fmt.Sprintf(" (%d commit(s) searched", r.Searched)
+				if r.Truncated {
+					how += ", walk cut short at staleness.rename_depth"
+				}
+				how += ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Source, r.Ref, how)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // treeName names the checked tree in a sentence.
@@ -132,9 +201,18 @@ func printFindings(w io.Writer, findings []staleness.Finding) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, f := range findings {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(f.ID), cell(f.Ref), cell(describe(f)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(findingWhere(f)), cell(f.Ref), cell(describe(f)))
 	}
 	tw.Flush()
+}
+
+// findingWhere names where a finding's reference was written: the entry
+// id, or a source file and its heading.
+func findingWhere(f staleness.Finding) string {
+	if f.Heading != "" {
+		return f.ID + " § " + f.Heading
+	}
+	return f.ID
 }
 
 func describe(f staleness.Finding) string {
@@ -143,6 +221,8 @@ func describe(f staleness.Finding) string {
 		return "line past the end of the file"
 	case f.RenamedTo != "":
 		return "missing, renamed to " + f.RenamedTo
+	case f.Truncated:
+		return fmt.Sprintf("missing (not found in the %d commits searched: staleness.rename_depth)", f.Searched)
 	default:
 		return "missing"
 	}
@@ -195,12 +275,12 @@ func newPreCommitHook(a *app) *cobra.Command {
 						if is.RenamedTo != "" {
 							what = "renamed to " + is.RenamedTo
 						}
-						fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(strings.Join(is.IDs, ", ")), cell(is.Ref), cell(what))
+						fmt.Fprintf(tw, "  %s\t%s\t%s\n", cell(strings.Join(is.Where, ", ")), cell(is.Ref), cell(what))
 					}
 					tw.Flush()
 					for _, is := range issues {
-						for i, id := range is.IDs {
-							fmt.Fprintf(w, "    %s (%s): %s\n", cell(is.Ref), cell(id), textsafe.Line(is.Fix[i], 400))
+						for i := range is.IDs {
+							fmt.Fprintf(w, "    %s (%s): %s\n", cell(is.Ref), cell(is.Where[i]), textsafe.Line(is.Fix[i], 400))
 						}
 					}
 				}

@@ -1,0 +1,601 @@
+package staleness
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// How a reference resolved (Resolution.How).
+const (
+	ByPath     = "path"     // the path itself is in the tree
+	ByName     = "name"     // a bare file name: a tracked file of that name
+	BySuffix   = "suffix"   // a partial path: the end of a tracked path
+	ByRelative = "relative" // relative to the directory of its document
+)
+
+// Why a reference that does not resolve is not reported (Resolution.Reason;
+// the stale reasons are Missing and LinePastEOF).
+const (
+	NeverTracked = "never-tracked" // a name or partial path no file in the searched history had
+	Gitignored   = "gitignored"    // the repository's .gitignore ignores it: a build output or runtime file
+	Placeholder  = "placeholder"   // a template placeholder such as devflowDir/x.md
+	NotAFile     = "not-a-file"    // a word that only looks like a file (Node.js, v1.2.md)
+	Unchanged    = "unchanged"     // pre-commit: not removed by this commit
+)
+
+// Resolution says how one extracted reference resolved: ResolvedAs (with
+// How) when it names a file of the checked tree, else Reason.
+type Resolution struct {
+	Ref        string `json:"ref"`
+	Source     string `json:"source"` // the entry or file § heading it was written in
+	ResolvedAs string `json:"resolved_as,omitempty"`
+	How        string `json:"how,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	RenamedTo  string `json:"renamed_to,omitempty"`
+	Searched   int    `json:"searched,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+// notFiles are words that look like file names but name products,
+// frameworks or standards; compared case-insensitively with a bare name.
+// staleness.ignore extends the list.
+var notFiles = map[string]bool{
+	"node.js": true, "vue.js": true, "next.js": true, "nuxt.js": true, "react.js": true,
+	"express.js": true, "three.js": true, "d3.js": true, "chart.js": true, "ember.js": true,
+	"backbone.js": true, "angular.js": true, "alpine.js": true, "solid.js": true,
+	"nest.js": true, "deno.js": true, "bun.sh": true, "asp.net": true, "socket.io": true,
+	"p5.js": true, "anime.js": true, "moment.js": true, "day.js": true, "preact.js": true,
+}
+
+// looksLikeWord reports a bare name that is a product name from notFiles
+// or a version string: an optional "v" and dot-separated numbers before
+// the extension (v1.2.md, 2.0.json, 1.2.3.ts).
+func looksLikeWord(p string) bool {
+	if strings.Contains(p, "/") {
+		return false
+	}
+	if notFiles[strings.ToLower(p)] {
+		return true
+	}
+	stem := p[:max(strings.LastIndexByte(p, '.'), 0)]
+	stem = strings.TrimPrefix(strings.TrimPrefix(stem, "v"), "V")
+	if stem == "" {
+		return false
+	}
+	for _, part := range strings.Split(stem, ".") {
+		if part == "" {
+			return false
+		}
+		for _, r := range part {
+			if r < '0' || r > '9' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// placeholderSuffixes end the camelCase words that stand for a directory
+// in templates and tool docs (devflowDir, projectRoot, outputPath).
+var placeholderSuffixes = []string{"Dir", "Root", "Path", "Folder", "Home"}
+
+// isPlaceholder reports a path whose first element is a camelCase
+// placeholder: a lower-case letter first, only ASCII letters and digits,
+// ending in Dir, Root, Path, Folder or Home after at least one lower-case
+// letter ("devflowDir/x.md", "projectRoot/src/a.ts"). Placeholders written
+// with <…>, {…} or $ never become references.
+func isPlaceholder(p string) bool {
+	first, _, ok := strings.Cut(p, "/")
+	if !ok || first == "" || first[0] < 'a' || first[0] > 'z' {
+		return false
+	}
+	for _, r := range first {
+		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return false
+		}
+	}
+	for _, s := range placeholderSuffixes {
+		if len(first) > len(s) && strings.HasSuffix(first, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// outcome is what the Checker decided about one reference.
+type outcome struct {
+	found     string // root-relative path it resolved to
+	how       string
+	skip      string // reason it is not a reference
+	missing   bool
+	moved     string // where a missing path went (root-relative)
+	searched  int    // commits searched when no deletion was found
+	truncated bool
+}
+
+type outcomeKey struct {
+	path, dir string
+	rooted    bool
+}
+
+func keyOf(r Ref) outcomeKey {
+	if !r.Rooted && strings.Contains(r.Path, "/") {
+		return outcomeKey{r.Path, r.Dir, false}
+	}
+	return outcomeKey{path: r.Path, rooted: r.Rooted}
+}
+
+// bare reports a file name without a directory that is not rooted.
+func (r Ref) bare() bool { return !r.Rooted && !strings.Contains(r.Path, "/") }
+
+// matches reports whether the repository path q could be what r names:
+// the path itself, and for an unrooted reference a file of the same name
+// (bare), a path ending in it, or it relative to its document.
+func (c *Checker) matches(r Ref, q string) bool {
+	if q == c.prefix+r.Path {
+		return true
+	}
+	if r.Rooted {
+		return false
+	}
+	if r.bare() {
+		return path.Base(q) == r.Path
+	}
+	if strings.HasSuffix(q, "/"+r.Path) && strings.HasPrefix(q, c.prefix) {
+		return true
+	}
+	return r.Dir != "" && q == c.prefix+path.Join(r.Dir, r.Path)
+}
+
+// resolveTree finds r in the checked tree.
+func (c *Checker) resolveTree(r Ref) (string, string) {
+	if c.present(r.Path) {
+		return r.Path, ByPath
+	}
+	if r.Rooted {
+		return "", ""
+	}
+	if !r.bare() && r.Dir != "" {
+		if j := path.Join(r.Dir, r.Path); !strings.HasPrefix(j, "../") && j != ".." && c.present(j) {
+			return j, ByRelative
+		}
+	}
+	how := BySuffix
+	if r.bare() {
+		how = ByName
+	}
+	for _, q := range c.named(path.Base(r.Path)) {
+		if c.matches(r, q) {
+			if rel := c.rootRel(q); rel != "" {
+				return rel, how
+			}
+		}
+	}
+	return "", ""
+}
+
+// named returns the files of the checked tree (repository paths) whose
+// base name is b. The listing is scanned once per batch of names
+// (prepareNames).
+func (c *Checker) named(b string) []string {
+	if !c.scanned[b] {
+		c.prepareNames([]string{b})
+	}
+	return c.names2[b]
+}
+
+// prepareNames finds the files with the base names bases in one pass over
+// the listing. In HEAD mode the listing may come from the index: each
+// candidate is then looked up in HEAD.
+func (c *Checker) prepareNames(bases []string) {
+	if c.names2 == nil {
+		c.names2 = map[string][]string{}
+		c.scanned = map[string]bool{}
+	}
+	want := map[string]bool{}
+	for _, b := range bases {
+		if !c.scanned[b] {
+			want[b] = true
+			c.scanned[b] = true
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	verify := c.source == sourceHead && c.listedFromIndex
+	for _, q := range c.listing() {
+		b := q[strings.LastIndexByte(q, '/')+1:]
+		if !want[b] {
+			continue
+		}
+		if verify {
+			if _, ok := c.headEntry(q); !ok {
+				continue
+			}
+		}
+		c.names2[b] = append(c.names2[b], q)
+	}
+}
+
+// listing returns the paths of the files of the checked tree (repository
+// paths, sorted), read once: the index in the index modes; in HEAD mode
+// the index too when it can be read (it is the checkout, and far cheaper
+// to read than HEAD's whole tree; callers look candidates up in HEAD), else
+// HEAD's tree; outside git the working tree.
+func (c *Checker) listing() []string {
+	if c.listed {
+		return c.names
+	}
+	c.listed = true
+	switch c.source {
+	case sourceIndex:
+	case sourceHead:
+		if idx, err := readIndex(c.repo); err == nil && len(idx.Entries) > 0 {
+			c.names = make([]string, 0, len(idx.Entries))
+			for _, e := range idx.Entries {
+				c.names = append(c.names, e.Name)
+			}
+			c.listedFromIndex = true
+		} else {
+			c.fail(c.walkTree(c.tree.Hash, "", func(q string, _ plumbing.Hash) { c.names = append(c.names, q) }))
+		}
+	default:
+		for _, q := range c.listWorktree() {
+			c.names = append(c.names, c.prefix+q)
+		}
+	}
+	if !sort.StringsAreSorted(c.names) {
+		sort.Strings(c.names)
+	}
+	return c.names
+}
+
+// walkTree calls f with every file below the tree with hash h.
+func (c *Checker) walkTree(h plumbing.Hash, dir string, f func(string, plumbing.Hash)) error {
+	t, err := c.treeObj(h)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		if e.Mode == filemode.Dir {
+			if err := c.walkTree(e.Hash, dir+e.Name+"/", f); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.Mode != filemode.Submodule {
+			f(dir+e.Name, e.Hash)
+		}
+	}
+	return nil
+}
+
+// maxWorktreeFiles bounds the working-tree listing outside git.
+const maxWorktreeFiles = 100_000
+
+// listWorktree lists the files below the root (root-relative), skipping
+// .git and node_modules and not following symlinks, at most
+// maxWorktreeFiles.
+func (c *Checker) listWorktree() []string {
+	var out []string
+	_ = filepath.WalkDir(c.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if len(out) >= maxWorktreeFiles {
+			return filepath.SkipAll
+		}
+		if rel, err := filepath.Rel(c.root, p); err == nil {
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out
+}
+
+// maxIgnoreFile bounds the size of one .gitignore read.
+const maxIgnoreFile = 256 << 10
+
+// gitignored reports whether the repository's ignore rules
+// (.git/info/exclude and the .gitignore files of the working tree on the
+// way to the path) ignore the root-relative path p. For a bare name only
+// the rules at the root apply.
+func (c *Checker) gitignored(p string) bool {
+	if c.repo == nil {
+		return false
+	}
+	full := c.prefix + p
+	parts := strings.Split(full, "/")
+	var pats []gitignore.Pattern
+	if c.excludes == nil {
+		c.excludes = map[string][]gitignore.Pattern{}
+		c.excludes["\x00info"] = c.readIgnore(filepath.Join(c.gitDir, "info", "exclude"), nil)
+	}
+	pats = append(pats, c.excludes["\x00info"]...)
+	for i := 0; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		ps, ok := c.excludes[dir]
+		if !ok {
+			var domain []string
+			if dir != "" {
+				domain = parts[:i:i]
+			}
+			ps = c.readIgnore(filepath.Join(c.top, filepath.FromSlash(dir), ".gitignore"), domain)
+			c.excludes[dir] = ps
+		}
+		pats = append(pats, ps...)
+	}
+	if len(pats) == 0 {
+		return false
+	}
+	return gitignore.NewMatcher(pats).Match(parts, false)
+}
+
+// readIgnore reads one ignore file (bounded, not through a symlink); an
+// unreadable one holds no patterns.
+func (c *Checker) readIgnore(name string, domain []string) []gitignore.Pattern {
+	if c.top == "" {
+		return nil
+	}
+	fi, err := os.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ps []gitignore.Pattern
+	sc := bufio.NewScanner(io.LimitReader(f, maxIgnoreFile))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+// refSuffix returns the line suffix of a reference as written (":12",
+// ":10-20", "#L5"), or "".
+func refSuffix(r Ref) string {
+	if r.Line == 0 {
+		return ""
+	}
+	raw := strings.ReplaceAll(r.Raw, `\`, "/")
+	i := strings.LastIndexByte(raw, '/')
+	if j := strings.IndexAny(raw[i+1:], ":#"); j >= 0 {
+		return raw[i+1+j:]
+	}
+	return ""
+}
+
+// resolveAll decides every reference of refs not decided yet: in the
+// tree, skipped, or missing (with where it went, from the staged changes
+// and from history).
+func (c *Checker) resolveAll(refs []Ref) {
+	var bases []string
+	for _, r := range refs {
+		if _, ok := c.outcomes[keyOf(r)]; !ok && !r.Rooted && !c.present(r.Path) {
+			bases = append(bases, path.Base(r.Path))
+		}
+	}
+	c.prepareNames(bases)
+	var pending []Ref
+	for _, r := range refs {
+		k := keyOf(r)
+		if _, ok := c.outcomes[k]; ok {
+			continue
+		}
+		o := &outcome{}
+		c.outcomes[k] = o
+		if o.found, o.how = c.resolveTree(r); o.found != "" {
+			continue
+		}
+		switch {
+		case !r.Rooted && (looksLikeWord(r.Path) || ignored(r.Path, c.ignore)):
+			o.skip = NotAFile
+			continue
+		case !r.Rooted && isPlaceholder(r.Path):
+			o.skip = Placeholder
+			continue
+		case c.stagedMatch(r, o):
+			// Removed by the staged commit: stale even when an ignore
+			// rule matches (a file added with git add -f).
+			continue
+		case c.gitignored(r.Path):
+			o.skip = Gitignored
+			continue
+		}
+		if c.mode == PreCommit {
+			o.skip = Unchanged
+			continue
+		}
+		pending = append(pending, r)
+	}
+	if len(pending) > 0 {
+		c.walkHistory(pending)
+	}
+}
+
+// stagedMatch looks r up among the files the index no longer has but HEAD
+// has (index modes) or, in working-tree mode inside git, the HEAD path
+// itself; on a match o is missing, with a staged rename when there is one.
+func (c *Checker) stagedMatch(r Ref, o *outcome) bool {
+	switch {
+	case c.source == sourceIndex && c.tree != nil:
+		del := c.stagedDeleted()
+		for _, q := range del.byBase[path.Base(r.Path)] {
+			if c.matches(r, q) {
+				o.missing = true
+				if e, ok := c.headEntry(q); ok && e != nil {
+					o.moved = c.stagedTarget(q, e)
+				}
+				return true
+			}
+		}
+	case c.source == sourceWorktree && c.tree != nil:
+		if _, ok := c.headEntry(c.prefix + r.Path); ok {
+			o.missing = true
+			return true
+		}
+	}
+	return false
+}
+
+// deletedSet is a set of repository paths by base name.
+type deletedSet struct {
+	byBase map[string][]string
+}
+
+// stagedDeleted lists the files of HEAD that the index does not have,
+// read once. A HEAD subtree the index's cached trees (the TREE extension
+// git keeps for every directory the staged changes leave alone) hold
+// unchanged is skipped without being read.
+func (c *Checker) stagedDeleted() deletedSet {
+	if c.staged != nil {
+		return *c.staged
+	}
+	d := deletedSet{byBase: map[string][]string{}}
+	c.staged = &d
+	if c.tree == nil {
+		return d
+	}
+	cache, rootHash := c.cachedTrees()
+	if rootHash == c.tree.Hash {
+		return d // the index holds HEAD's tree: nothing deleted
+	}
+	var walk func(h plumbing.Hash, dir string) error
+	walk = func(h plumbing.Hash, dir string) error {
+		t, err := c.treeObj(h)
+		if err != nil {
+			return err
+		}
+		for _, e := range t.Entries {
+			q := dir + e.Name
+			if e.Mode == filemode.Dir {
+				if n, ok := cache[cachedTree{e.Name, e.Hash}]; ok && n == c.indexCount(q+"/") {
+					continue
+				}
+				if err := walk(e.Hash, q+"/"); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, ok := c.index[q]; !ok && e.Mode != filemode.Submodule {
+				d.byBase[e.Name] = append(d.byBase[e.Name], q)
+			}
+		}
+		return nil
+	}
+	c.fail(walk(c.tree.Hash, ""))
+	return d
+}
+
+// cachedTree names a valid cached tree of the index.
+type cachedTree struct {
+	name string
+	hash plumbing.Hash
+}
+
+// cachedTrees returns the index's valid cached trees by directory name and
+// tree hash, with the number of index entries each covers, and the root's
+// hash when it is valid. go-git drops invalidated entries (and their
+// subtree counts) when decoding, so a cached tree's full path is not
+// known: a HEAD directory is taken as unchanged when a cached tree has its
+// name and hash and the index has as many entries below it as that tree
+// covers.
+func (c *Checker) cachedTrees() (map[cachedTree]int, plumbing.Hash) {
+	out := map[cachedTree]int{}
+	var root plumbing.Hash
+	if c.idxCache == nil {
+		return out, root
+	}
+	for _, e := range c.idxCache.Entries {
+		if e.Entries < 0 {
+			continue
+		}
+		if e.Path == "" {
+			root = e.Hash
+			continue
+		}
+		out[cachedTree{e.Path, e.Hash}] = e.Entries
+	}
+	return out, root
+}
+
+// indexCount returns the number of index entries below dir ("a/b/").
+func (c *Checker) indexCount(dir string) int {
+	lo := sort.SearchStrings(c.names, dir)
+	hi := sort.SearchStrings(c.names, dir[:len(dir)-1]+"0") // '0' follows '/'
+	return hi - lo
+}
+
+// readBounded reads a regular file below root that does not resolve
+// outside it, at most limit bytes; too large a file is an error.
+func readBounded(root, rel string, limit int64) ([]byte, error) {
+	abs, _, err := manifest.Resolve(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: abs, Err: fs.ErrInvalid}
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: abs, Err: errTooLarge}
+	}
+	return b, nil
+}
+
+var errTooLarge = errors.New("file too large")
+
+// TreePaths returns the root-relative paths of the files of the checked
+// tree whose names end in ext (case-insensitive; "" for all), sorted. In
+// HEAD mode they are the files of the checkout (the index) when it can be
+// read.
+func (c *Checker) TreePaths(ext string) []string {
+	var out []string
+	for _, q := range c.listing() {
+		if ext == "" || len(q) >= len(ext) && strings.EqualFold(q[len(q)-len(ext):], ext) {
+			if rel := c.rootRel(q); rel != "" {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+package x
+
+// server/cmd/ternd/main.go

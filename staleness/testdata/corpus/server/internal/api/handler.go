@@ -1,0 +1,3 @@
+package x
+
+// server/internal/api/handler.go

@@ -1,0 +1,2 @@
+// src/cli/args.ts
+export {};

@@ -1,0 +1,2 @@
+// src/cli/main.ts
+export {};

@@ -1,0 +1,2 @@
+// src/commands/init.ts
+export {};

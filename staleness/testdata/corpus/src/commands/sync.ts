@@ -1,0 +1,2 @@
+// src/commands/sync.ts
+export {};

@@ -1,0 +1,2 @@
+// src/core/config.ts
+export {};

@@ -1,0 +1,2 @@
+// src/core/types.gen.ts
+export {};

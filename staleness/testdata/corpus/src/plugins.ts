@@ -1,0 +1,2 @@
+// src/plugins.ts
+export {};

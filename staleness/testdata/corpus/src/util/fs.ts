@@ -1,0 +1,2 @@
+// src/util/fs.ts
+export {};

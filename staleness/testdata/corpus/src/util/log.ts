@@ -1,0 +1,2 @@
+// src/util/log.ts
+export {};
