@@ -40,6 +40,7 @@ var LocalState = []LocalFile{
 	{".memory/.citation-offsets.json", ".memory/.citation-offsets.json", "how far the Stop hook has read each transcript"},
 	{".memory/.kept-stamp.json", ".memory/.kept-stamp.json", "when `kept` feedback was last recorded"},
 	{".memory/.notifications.json", ".memory/.notifications.json", "capacity notifications and your dismissals of them (shared with devflow's HUD)"},
+	{".memory/.cache/", ".memory/.cache/stat.cache", "disposable caches (they also carry a .gitignore of their own)"},
 	{".memory/*.corrupt-*", ".memory/.learning-manifest.json.corrupt-20260102T150405Z", "copies of corrupt files kept before a rebuild"},
 	{".memory/learning-log.purged-*", ".memory/learning-log.purged-20260102T150405Z.jsonl", "what `purge` removed"},
 	{".memory/learning-log.cleared-*", ".memory/learning-log.cleared-20260102T150405Z.jsonl", "what `clear` emptied"},
