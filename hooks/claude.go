@@ -28,7 +28,23 @@ var agentHooks = []agentHook{
 	{event: "Stop", sub: "stop"},
 }
 
-func (h agentHook) command() string { return "learnwatch hook " + h.sub }
+// command is the hook's command line: the binary by absolute path when it
+// is known and needs no shell quoting (the agent may run hooks with a
+// minimal PATH), else learnwatch looked up on PATH.
+func (h agentHook) command(binary string) string {
+	return commandName(binary) + " hook " + h.sub
+}
+
+// commandName is binary when it is an absolute path of plain characters,
+// else "learnwatch".
+func commandName(binary string) string {
+	if !filepath.IsAbs(binary) || strings.IndexFunc(binary, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._+-", r))
+	}) >= 0 {
+		return "learnwatch"
+	}
+	return binary
+}
 
 // isOurCommand reports whether a hook command runs `learnwatch hook <sub>`
 // (learnwatch by any path, any spacing).
@@ -43,6 +59,8 @@ type ClaudeStatus struct {
 	SessionStart bool   `json:"session_start"` // the SessionStart entry is there
 	Stop         bool   `json:"stop"`          // the Stop (citation scan) entry is there
 	Changed      bool   `json:"changed,omitempty"`
+	// Command is the learnwatch binary the entries run (set by install).
+	Command string `json:"command,omitempty"`
 }
 
 // settings is a parsed settings.json: the top-level object and its "hooks"
@@ -50,7 +68,9 @@ type ClaudeStatus struct {
 type settings struct {
 	path   string
 	exists bool
-	perm   os.FileMode
+	// compact: the file was written on one line; it is written back so.
+	compact bool
+	perm    os.FileMode
 	top    *object
 	hooks  *object
 }
@@ -84,6 +104,7 @@ func loadSettings(root string) (*settings, error) {
 		return nil, &FileError{Path: s.path, Err: err}
 	}
 	s.top = top
+	s.compact = !bytes.Contains(bytes.TrimSpace(data), []byte("\n"))
 	if raw, ok := top.get("hooks"); ok {
 		h, err := parseObject(raw)
 		if err != nil {
@@ -216,6 +237,11 @@ func (s *settings) save() error {
 		return nil
 	}
 	data, err := marshalIndent(s.top)
+	if s.compact {
+		// Keep a one-line file on one line.
+		data, err = marshal(s.top)
+		data = append(data, '\n')
+	}
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", s.path, err)
 	}
@@ -242,7 +268,10 @@ func CheckClaude(root string) (ClaudeStatus, error) {
 // any formatting, is not added again; then the file is not written at all.
 // A settings file that is not valid JSON is a *FileError and nothing is
 // written.
-func InstallClaude(root string) (ClaudeStatus, error) {
+//
+// The entries run binary by absolute path when it is given (the agent may
+// start hooks with a minimal PATH); "" runs learnwatch from PATH.
+func InstallClaude(root, binary string) (ClaudeStatus, error) {
 	s, err := loadSettings(root)
 	if err != nil {
 		return ClaudeStatus{Settings: filepath.Join(root, SettingsFile)}, err
@@ -261,7 +290,7 @@ func InstallClaude(root string) (ClaudeStatus, error) {
 		if h.matcher {
 			g.set("matcher", json.RawMessage(`""`))
 		}
-		entry, err := marshal(map[string]string{"type": "command", "command": h.command()})
+		entry, err := marshal(map[string]string{"type": "command", "command": h.command(binary)})
 		if err != nil {
 			return ClaudeStatus{Settings: s.path}, err
 		}
@@ -281,7 +310,9 @@ func InstallClaude(root string) (ClaudeStatus, error) {
 		s.hooks.set(h.event, raw)
 		changed = true
 	}
-	return s.finish(changed)
+	st, err := s.finish(changed)
+	st.Command = commandName(binary)
+	return st, err
 }
 
 // UninstallClaude removes learnwatch's entries from the agent's settings,

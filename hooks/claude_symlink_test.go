@@ -41,7 +41,7 @@ func TestClaudeRefusesSymlinkedSettings(t *testing.T) {
 			if err := plant(root, outside); err != nil {
 				t.Fatal(err)
 			}
-			for op, f := range map[string]func(string) (ClaudeStatus, error){"install": InstallClaude, "uninstall": UninstallClaude} {
+			for op, f := range map[string]func(string) (ClaudeStatus, error){"install": func(r string) (ClaudeStatus, error) { return InstallClaude(r, "") }, "uninstall": UninstallClaude} {
 				_, err := f(root)
 				if err == nil || !strings.Contains(err.Error(), "symlink") {
 					t.Errorf("%s: %v, want a refusal naming the symlink", op, err)

@@ -25,7 +25,7 @@ func readJSON(t *testing.T, path string) any {
 
 func TestInstallClaudeFresh(t *testing.T) {
 	root := t.TempDir()
-	st, err := InstallClaude(root)
+	st, err := InstallClaude(root, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestInstallClaudeMergesAndIsIdempotent(t *testing.T) {
 	path := filepath.Join(root, SettingsFile)
 	writeFile(t, path, existingSettings, 0o600)
 
-	if _, err := InstallClaude(root); err != nil {
+	if _, err := InstallClaude(root, ""); err != nil {
 		t.Fatal(err)
 	}
 	after := readJSON(t, path).(map[string]any)
@@ -120,7 +120,7 @@ func TestInstallClaudeMergesAndIsIdempotent(t *testing.T) {
 	}
 
 	// A second install writes nothing.
-	st, err := InstallClaude(root)
+	st, err := InstallClaude(root, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestInstallClaudeMergesAndIsIdempotent(t *testing.T) {
 	json.Unmarshal(data, &v)
 	compact, _ := json.Marshal(v)
 	writeFile(t, path, string(compact), 0o600)
-	st, err = InstallClaude(root)
+	st, err = InstallClaude(root, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestUninstallClaudeKeepsNeighboursInGroup(t *testing.T) {
 	if err != nil || !st.SessionStart || !st.Stop {
 		t.Fatalf("check: %+v %v", st, err)
 	}
-	if st, err := InstallClaude(root); err != nil || st.Changed {
+	if st, err := InstallClaude(root, ""); err != nil || st.Changed {
 		t.Fatalf("install over an absolute-path entry: %+v %v", st, err)
 	}
 	if _, err := UninstallClaude(root); err != nil {
@@ -205,7 +205,7 @@ func TestInvalidSettingsNamesFileAndWritesNothing(t *testing.T) {
 			root := t.TempDir()
 			path := filepath.Join(root, SettingsFile)
 			writeFile(t, path, content, 0o644)
-			for op, f := range map[string]func(string) (ClaudeStatus, error){"install": InstallClaude, "uninstall": UninstallClaude, "check": CheckClaude} {
+			for op, f := range map[string]func(string) (ClaudeStatus, error){"install": func(r string) (ClaudeStatus, error) { return InstallClaude(r, "") }, "uninstall": UninstallClaude, "check": CheckClaude} {
 				_, err := f(root)
 				var fe *FileError
 				if !errors.As(err, &fe) || !strings.Contains(err.Error(), path) {
@@ -223,7 +223,7 @@ func TestEmptySettingsFile(t *testing.T) {
 	root := t.TempDir()
 	path := filepath.Join(root, SettingsFile)
 	writeFile(t, path, "  \n", 0o644)
-	if _, err := InstallClaude(root); err != nil {
+	if _, err := InstallClaude(root, ""); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := CheckClaude(root); !st.SessionStart || !st.Stop {
@@ -238,4 +238,40 @@ func mustMarshal(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The entries run the binary by the absolute path install was given (the
+// agent may start hooks with a minimal PATH), and a file written on one
+// line stays on one line.
+func TestInstallClaudeAbsoluteAndCompact(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, ".claude", "settings.json")
+	if err := os.WriteFile(path, []byte(`{"theme":"dark"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := InstallClaude(root, "/opt/tools/bin/learnwatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Command != "/opt/tools/bin/learnwatch" {
+		t.Errorf("Command = %q", st.Command)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"command":"/opt/tools/bin/learnwatch hook session-start"`) {
+		t.Errorf("settings do not call the absolute path:\n%s", data)
+	}
+	if n := strings.Count(strings.TrimSpace(string(data)), "\n"); n != 0 {
+		t.Errorf("a one-line file became %d lines:\n%s", n+1, data)
+	}
+	// A path the shell would need quoted falls back to PATH.
+	if got := commandName("/my tools/learnwatch"); got != "learnwatch" {
+		t.Errorf("commandName with a space = %q", got)
+	}
+	// Installing again (another binary path) finds the entries: no duplicate.
+	if st, err := InstallClaude(root, "/usr/local/bin/learnwatch"); err != nil || st.Changed {
+		t.Fatalf("second install: %+v %v", st, err)
+	}
 }

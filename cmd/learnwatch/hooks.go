@@ -52,6 +52,9 @@ func newHookCmd(a *app) *cobra.Command {
 
 // hooksStatus is the status object of `hooks install|uninstall|status`.
 type hooksStatus struct {
+	// verb is the command that produced the status (install, uninstall,
+	// status): the words of the text output follow it.
+	verb     string              `json:"-"`
 	Git      *hooks.Status       `json:"git,omitempty"`
 	GitError string              `json:"git_error,omitempty"`
 	Claude   *hooks.ClaudeStatus `json:"claude,omitempty"`
@@ -73,9 +76,11 @@ func newHooksCmd(a *app) *cobra.Command {
 		Short: "Install the git hooks (and with --claude the agent's hooks); existing hooks are chained, installing twice changes nothing",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return a.hooksApply(gitFlag, claude, func(root string) (hooks.Status, error) {
+			return a.hooksApply("install", gitFlag, claude, func(root string) (hooks.Status, error) {
 				return hooks.Install(root, hooks.Options{Binary: learnwatchBinary()})
-			}, hooks.InstallClaude)
+			}, func(root string) (hooks.ClaudeStatus, error) {
+				return hooks.InstallClaude(root, learnwatchBinary())
+			})
 		},
 	}
 	flags(install, "install")
@@ -84,7 +89,7 @@ func newHooksCmd(a *app) *cobra.Command {
 		Short: "Remove learnwatch's git hooks, putting back the hooks they chained (and with --claude the agent's hooks)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return a.hooksApply(gitFlag, claude, hooks.Uninstall, hooks.UninstallClaude)
+			return a.hooksApply("uninstall", gitFlag, claude, hooks.Uninstall, hooks.UninstallClaude)
 		},
 	}
 	flags(uninstall, "remove")
@@ -97,7 +102,7 @@ func newHooksCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var st hooksStatus
+			st := hooksStatus{verb: "status"}
 			if g, err := hooks.Check(root); err != nil {
 				st.GitError = err.Error()
 			} else {
@@ -117,7 +122,7 @@ func newHooksCmd(a *app) *cobra.Command {
 
 // hooksApply runs the git part and/or the agent part of install/uninstall
 // and prints the resulting status.
-func (a *app) hooksApply(gitFlag, claude bool, git func(string) (hooks.Status, error), agent func(string) (hooks.ClaudeStatus, error)) error {
+func (a *app) hooksApply(verb string, gitFlag, claude bool, git func(string) (hooks.Status, error), agent func(string) (hooks.ClaudeStatus, error)) error {
 	if !gitFlag && !claude {
 		return exitcode.Bad("nothing to do: --git=false without --claude")
 	}
@@ -125,7 +130,7 @@ func (a *app) hooksApply(gitFlag, claude bool, git func(string) (hooks.Status, e
 	if err != nil {
 		return err
 	}
-	var st hooksStatus
+	st := hooksStatus{verb: verb}
 	if gitFlag {
 		g, err := git(root)
 		if err != nil {
@@ -153,6 +158,9 @@ func hooksErr(err error) error {
 	return err
 }
 
+// printHooksStatus prints what install, uninstall or status found or did,
+// each in its own words: install says "installed" or "already installed",
+// uninstall "removed" or "was not installed", status the state.
 func printHooksStatus(w io.Writer, st hooksStatus) {
 	if st.GitError != "" {
 		fmt.Fprintf(w, "git hooks: %s\n", st.GitError)
@@ -170,30 +178,51 @@ func printHooksStatus(w io.Writer, st hooksStatus) {
 			case hooks.Foreign:
 				note = " (not learnwatch's; left alone)"
 			}
-			if h.Changed {
-				note += " [changed]"
-			}
-			fmt.Fprintf(w, "  %-14s %s%s\n", h.Name, h.State, note)
+			fmt.Fprintf(w, "  %-14s %s%s\n", h.Name, hookWord(st.verb, h), note)
 		}
 		if d := st.Git.Drivers; d != nil {
-			printDrivers(w, *d)
+			printDrivers(w, st.verb, *d)
 		}
 	}
-	if st.Claude != nil {
-		yes := func(b bool) string {
-			if b {
+	if c := st.Claude; c != nil {
+		word := func(present bool) string {
+			switch {
+			case st.verb == "uninstall" && !present && c.Changed:
+				return "removed"
+			case st.verb == "uninstall" && !present:
+				return "was not installed"
+			case st.verb == "install" && present && !c.Changed:
+				return "already installed"
+			case present:
 				return "installed"
 			}
-			return "missing"
+			return "not installed"
 		}
-		changed := ""
-		if st.Claude.Changed {
-			changed = " [changed]"
+		fmt.Fprintf(w, "agent hooks in %s\n", c.Settings)
+		fmt.Fprintf(w, "  %-14s %s\n", "SessionStart", word(c.SessionStart))
+		fmt.Fprintf(w, "  %-14s %s\n", "Stop", word(c.Stop))
+		if c.Command != "" && (c.SessionStart || c.Stop) {
+			fmt.Fprintf(w, "  they run %s (an absolute path: the agent may start hooks with a minimal PATH)\n", c.Command)
 		}
-		fmt.Fprintf(w, "agent hooks in %s%s\n", st.Claude.Settings, changed)
-		fmt.Fprintf(w, "  %-14s %s\n", "SessionStart", yes(st.Claude.SessionStart))
-		fmt.Fprintf(w, "  %-14s %s\n", "Stop", yes(st.Claude.Stop))
 	}
+}
+
+// hookWord is one git hook's state in the words of the command that ran.
+func hookWord(verb string, h hooks.Hook) string {
+	ours := h.State == hooks.Ours || h.State == hooks.OursChained
+	switch {
+	case verb == "install" && ours && h.Changed:
+		return "installed"
+	case verb == "install" && ours:
+		return "already installed"
+	case verb == "uninstall" && h.Changed:
+		return "removed"
+	case verb == "uninstall" && h.State == hooks.Missing:
+		return "was not installed"
+	case h.State == hooks.Missing:
+		return "not installed"
+	}
+	return string(h.State)
 }
 
 // learnwatchBinary is the absolute path the git hooks call: this binary

@@ -50,7 +50,7 @@ SessionStart and Stop hooks. Running it again changes nothing.`,
 				out.Created = []string{}
 			}
 			if withHooks || claude {
-				var st hooksStatus
+				st := hooksStatus{verb: "install"}
 				if withHooks {
 					g, err := hooks.Install(root, hooks.Options{Binary: learnwatchBinary()})
 					if err != nil {
@@ -59,7 +59,7 @@ SessionStart and Stop hooks. Running it again changes nothing.`,
 					st.Git = &g
 				}
 				if claude {
-					cs, err := hooks.InstallClaude(root)
+					cs, err := hooks.InstallClaude(root, learnwatchBinary())
 					if err != nil {
 						return hooksErr(err)
 					}

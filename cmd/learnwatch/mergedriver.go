@@ -133,18 +133,21 @@ func printRenumbered(a *app, root string) {
 }
 
 // printDrivers is the merge-driver part of `hooks install|uninstall|status`.
-func printDrivers(w io.Writer, d hooks.DriverState) {
-	changed := ""
-	if d.Changed {
-		changed = " [changed]"
-	}
+func printDrivers(w io.Writer, verb string, d hooks.DriverState) {
 	state := "not configured"
-	if len(d.Configured) > 0 {
+	switch {
+	case len(d.Configured) > 0 && verb == "install" && !d.Changed:
+		state = "already configured: " + strings.Join(d.Configured, ", ")
+	case len(d.Configured) > 0:
 		state = strings.Join(d.Configured, ", ")
+	case verb == "uninstall" && d.Changed:
+		state = "removed"
+	case verb == "uninstall":
+		state = "were not configured"
 	}
 	attr := "no learnwatch lines"
 	if d.Attributed {
 		attr = "learnwatch lines present"
 	}
-	fmt.Fprintf(w, "merge drivers: %s%s\n  %s: %s\n", state, changed, d.Attributes, attr)
+	fmt.Fprintf(w, "merge drivers: %s\n  %s: %s\n", state, d.Attributes, attr)
 }
