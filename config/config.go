@@ -75,7 +75,19 @@ type Learn struct {
 // Lock configures lock waiting.
 type Lock struct {
 	Timeout Duration `yaml:"timeout"`
+	// QueueAfter is how long a command that only adds facts (observe)
+	// waits for the lock before it queues its input in the inbox instead.
+	QueueAfter Duration `yaml:"queue_after"`
+	// HookTimeout bounds a hook's wait for the lock (never above Timeout).
+	HookTimeout Duration `yaml:"hook_timeout"`
 }
+
+// Default lock waits.
+const (
+	DefaultLockTimeout = 10 * time.Second
+	DefaultQueueAfter  = 2 * time.Second
+	DefaultHookTimeout = 3 * time.Second
+)
 
 // Duration is a time.Duration written as "200ms", "5s" in YAML.
 type Duration struct{ time.Duration }
@@ -106,7 +118,7 @@ func Default() Config {
 		Staleness: Staleness{Extensions: append([]string(nil), DefaultExtensions...), RenameDepth: 200},
 		Watch:     Watch{Debounce: Duration{200 * time.Millisecond}, Rescan: Duration{30 * time.Second}},
 		Index:     Index{Budget: 800},
-		Lock:      Lock{Timeout: Duration{10 * time.Second}},
+		Lock:      Lock{Timeout: Duration{DefaultLockTimeout}, QueueAfter: Duration{DefaultQueueAfter}, HookTimeout: Duration{DefaultHookTimeout}},
 	}
 }
 
@@ -141,7 +153,13 @@ func Load(root string) (Config, error) {
 		c.Index.Budget = 800
 	}
 	if c.Lock.Timeout.Duration <= 0 {
-		c.Lock.Timeout.Duration = 10 * time.Second
+		c.Lock.Timeout.Duration = DefaultLockTimeout
+	}
+	if c.Lock.QueueAfter.Duration <= 0 {
+		c.Lock.QueueAfter.Duration = DefaultQueueAfter
+	}
+	if c.Lock.HookTimeout.Duration <= 0 {
+		c.Lock.HookTimeout.Duration = DefaultHookTimeout
 	}
 	if c.Staleness.RenameDepth <= 0 {
 		c.Staleness.RenameDepth = 200

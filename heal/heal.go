@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/learnwatch/learnwatch/inbox"
 	"maps"
 	"os"
 	"path/filepath"
@@ -429,10 +430,10 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) && !inbox.Pending(root) {
 		return Result{}, nil
 	}
-	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	lock, _, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}

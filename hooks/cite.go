@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/learnwatch/learnwatch/inbox"
 	"io"
 	"io/fs"
 	"maps"
@@ -272,7 +273,8 @@ func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*
 	if err := os.MkdirAll(p.Memory, 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", p.Memory, err)
 	}
-	return manifest.AcquireLock(ctx, p.LearningLock, timeout)
+	lock, _, err := inbox.Lock(ctx, filepath.Dir(p.Memory), timeout)
+	return lock, err
 }
 
 func readOffsets(path string) (*offsets, error) {

@@ -84,7 +84,7 @@ var knownKeySet = func() map[string]bool {
 // Extra returns the raw value of a field learnwatch does not know.
 func (o *Observation) Extra(key string) (json.RawMessage, bool) {
 	if v, ok := o.set[key]; ok {
-		return v, true
+		return v, len(v) > 0
 	}
 	if knownKeySet[key] || o.raw == nil {
 		return nil, false
@@ -109,6 +109,19 @@ func (o *Observation) SetExtra(key string, v json.RawMessage) {
 		o.setOrder = append(o.setOrder, key)
 	}
 	o.set[key] = append(json.RawMessage(nil), v...)
+}
+
+// DeleteExtra removes a field learnwatch does not model (recorded as an
+// empty value in set, which MarshalJSON leaves out).
+func (o *Observation) DeleteExtra(key string) {
+	if knownKeySet[key] {
+		return
+	}
+	if _, ok := o.Extra(key); !ok {
+		return
+	}
+	o.SetExtra(key, nil)
+	o.set[key] = json.RawMessage{}
 }
 
 // Clone returns a deep copy.
@@ -201,7 +214,7 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 	buf.WriteByte('{')
 	seen := map[string]bool{}
 	write := func(k string, v json.RawMessage) {
-		if len(seen) > 0 {
+		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
 		seen[k] = true
@@ -217,6 +230,10 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 		if v, ok := tv[k]; ok {
 			write(k, v)
 		} else if v, ok := o.set[k]; ok {
+			if len(v) == 0 {
+				seen[k] = true // deleted (DeleteExtra)
+				continue
+			}
 			write(k, v)
 		} else if !knownKeySet[k] {
 			write(k, rawVals[k])
@@ -228,7 +245,7 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 		}
 	}
 	for _, k := range o.setOrder {
-		if !seen[k] {
+		if !seen[k] && len(o.set[k]) > 0 {
 			write(k, o.set[k])
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/learnwatch/learnwatch/inbox"
 	"os"
 	"path/filepath"
 	"time"
@@ -62,10 +63,10 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) && !inbox.Pending(root) {
 		return Result{Rendered: []Rendered{}}, nil
 	}
-	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	lock, _, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}

@@ -65,9 +65,12 @@ func newObserveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return exitcode.Bad("observe: stdin: %v", err)
 			}
-			res, err := observe(a, root, cfg, in)
+			res, q, err := observeOrQueue(a, root, cfg, in)
 			if err != nil {
 				return err
+			}
+			if q != nil {
+				return a.emitQueued(q)
 			}
 			for _, m := range res.Messages {
 				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", m)
@@ -89,9 +92,10 @@ func newObserveCmd(a *app) *cobra.Command {
 	}
 }
 
-// observe merges in under the learning lock.
-func observe(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, err error) {
+// observe merges in under the learning lock, waiting at most wait.
+func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (res lifecycle.Result, err error) {
 	mult := policyMultiplier(a, root)
+	cfg.Lock.Timeout.Duration = wait
 	err = a.withLearningLock(root, cfg, func() error {
 		p := manifest.PathsFor(root)
 		log, err := manifest.ReadLog(p.Log)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,10 +13,6 @@ import (
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
 )
-
-// hookLockTimeout bounds how long a hook waits for another writer: a hook
-// must never hold up a session or a checkout for long.
-const hookLockTimeout = 3 * time.Second
 
 func init() {
 	hookSubcommands = append(hookSubcommands, newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"))
@@ -70,8 +65,10 @@ func (a *app) hookConfig(root string) config.Config {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (using defaults)\n", err)
 		cfg = config.Default()
 	}
-	if cfg.Lock.Timeout.Duration > hookLockTimeout {
-		cfg.Lock.Timeout.Duration = hookLockTimeout
+	// A hook waits at most lock.hook_timeout for another writer: an agent
+	// session must not stall on the lock.
+	if cfg.Lock.Timeout.Duration > cfg.Lock.HookTimeout.Duration {
+		cfg.Lock.Timeout.Duration = cfg.Lock.HookTimeout.Duration
 	}
 	return cfg
 }

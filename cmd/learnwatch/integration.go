@@ -262,6 +262,10 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 			a.log.Debug("staleness check skipped in review", "err", err)
 		}
 	}
+	if ib, lines := inboxReview(root, time.Now()); ib != nil {
+		x.json["inbox"] = ib
+		x.lines = append(x.lines, lines...)
+	}
 	p := loadPolicy(a, root)
 	if old := learn.StaleOverlays(p, now()); len(old) > 0 {
 		x.json["stale_overlays"] = old

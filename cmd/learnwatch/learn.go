@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/learnwatch/learnwatch/inbox"
 	"io"
 	"maps"
 	"math"
@@ -21,7 +22,6 @@ import (
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
-	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // knowledgeCandidates lists the entries the learning engine can name: the
@@ -53,11 +53,12 @@ func (a *app) candidates(root string) []learn.Candidate {
 
 // withLearningLock runs fn holding .memory/.learning.lock.
 func (a *app) withLearningLock(root string, cfg config.Config, fn func() error) error {
-	lock, err := manifest.AcquireLock(a.ctx, journal.LockPath(root), cfg.Lock.Timeout.Duration)
+	lock, res, err := inbox.Lock(a.ctx, root, cfg.Lock.Timeout.Duration)
 	if err != nil {
 		return exitcode.Wrap(exitcode.IO, err)
 	}
 	defer lock.Release()
+	a.reportDrain(res)
 	return fn()
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,6 +56,10 @@ func newStatusCmd(a *app) *cobra.Command {
 			if watcher != nil {
 				out["watcher"] = watcher
 			}
+			ib, ibLine := inboxStatus(root, time.Now())
+			if ib != nil {
+				out["inbox"] = ib
+			}
 			return a.emit(out, func(w io.Writer) {
 				switch {
 				case !log.Exists:
@@ -81,6 +86,9 @@ func newStatusCmd(a *app) *cobra.Command {
 				}
 				if watcher != nil {
 					fmt.Fprintf(w, "watcher: %s\n", watcher["summary"])
+				}
+				if ibLine != "" {
+					fmt.Fprintln(w, ibLine)
 				}
 			})
 		},
