@@ -47,15 +47,17 @@ type Options struct {
 
 // Result counts what a reconcile found and did.
 type Result struct {
-	Deletions int `json:"deletions"`
-	Edits     int `json:"edits"`
-	Unchanged int `json:"unchanged"`
-	Healed    int `json:"healed"`
-	Refused   int `json:"refused"`
-	Corrupt   int `json:"corrupt"`
-	Dropped   int `json:"dropped"`
-	Stale     int `json:"stale"`
-	Errors    int `json:"errors"`
+	// Inbox is what the drain of the inbox did before the pass.
+	Inbox     inbox.Result `json:"inbox,omitzero"`
+	Deletions int          `json:"deletions"`
+	Edits     int          `json:"edits"`
+	Unchanged int          `json:"unchanged"`
+	Healed    int          `json:"healed"`
+	Refused   int          `json:"refused"`
+	Corrupt   int          `json:"corrupt"`
+	Dropped   int          `json:"dropped"`
+	Stale     int          `json:"stale"`
+	Errors    int          `json:"errors"`
 	// Rebuilt counts created observations registered again because the
 	// manifest had lost them (absent or corrupt manifest).
 	Rebuilt int `json:"rebuilt"`
@@ -433,11 +435,18 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) && !inbox.Pending(root) {
 		return Result{}, nil
 	}
-	lock, _, err := inbox.Lock(ctx, root, opts.LockTimeout)
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lock.Release()
+	res, err := reconcileLocked(ctx, root, p, opts)
+	res.Inbox = drained
+	return res, err
+}
+
+// reconcileLocked is Reconcile under the learning lock, the inbox drained.
+func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
 	st, err := Load(root)
 	if err != nil {
 		return Result{}, err

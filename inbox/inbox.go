@@ -242,11 +242,28 @@ func read(e Entry) (Item, error) {
 	if len(b) > MaxItemBytes {
 		return it, fmt.Errorf("%s: larger than %d bytes", e.Path, MaxItemBytes)
 	}
-	if err := json.Unmarshal(b, &it); err != nil {
-		return it, fmt.Errorf("%s: not an inbox item: %w", e.Path, err)
+	it, err = Parse(b, e.ID)
+	if err != nil {
+		return it, fmt.Errorf("%s: %w", e.Path, err)
 	}
-	if it.ID != e.ID || it.Kind != KindObserve {
-		return it, fmt.Errorf("%s: id %q / kind %q do not match an observe item named %s", e.Path, it.ID, it.Kind, e.ID)
+	return it, nil
+}
+
+// Parse decodes an item file's bytes; id is the id its name gives. The
+// item must be an observe item of that id whose observations are all
+// JSON objects with a valid type (observe queued only valid ones).
+func Parse(b []byte, id string) (Item, error) {
+	var it Item
+	if err := json.Unmarshal(b, &it); err != nil {
+		return Item{}, fmt.Errorf("not an inbox item: %w", err)
+	}
+	if it.ID != id || it.Kind != KindObserve || it.Version != 1 {
+		return Item{}, fmt.Errorf("not an inbox item: id %q, kind %q, version %d (want an observe item %s, version 1)", it.ID, it.Kind, it.Version, id)
+	}
+	for i, o := range it.Observations {
+		if o == nil {
+			return Item{}, fmt.Errorf("not an inbox item: observation %d is null", i+1)
+		}
 	}
 	return it, nil
 }

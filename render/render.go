@@ -54,6 +54,8 @@ type Result struct {
 	Skipped  int        `json:"skipped"`
 	Skips    []Skip     `json:"skips,omitempty"`
 	Wrote    []string   `json:"-"`
+	// Inbox is what the drain of the inbox did before the pass.
+	Inbox inbox.Result `json:"inbox,omitzero"`
 }
 
 // Run renders every ready observation of the repository at root, under the
@@ -66,16 +68,18 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 	if _, err := os.Stat(p.Log); errors.Is(err, os.ErrNotExist) && !inbox.Pending(root) {
 		return Result{Rendered: []Rendered{}}, nil
 	}
-	lock, _, err := inbox.Lock(ctx, root, opts.LockTimeout)
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lock.Release()
 	st, err := Load(p)
 	if err != nil {
-		return Result{}, err
+		return Result{Inbox: drained}, err
 	}
-	return Apply(ctx, st, opts)
+	res, err := Apply(ctx, st, opts)
+	res.Inbox = drained
+	return res, err
 }
 
 // State is what a render reads.

@@ -122,6 +122,7 @@ func newRenderCmd(a *app) *cobra.Command {
 				return err
 			}
 			res, err := render.Run(a.ctx, root, render.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Hold: policyHold(a, root)})
+			a.reportDrain(res.Inbox)
 			if err != nil {
 				return err
 			}
@@ -184,6 +185,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
 	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg)}
 	res, err := heal.Reconcile(a.ctx, root, opts)
+	a.reportDrain(res.Inbox)
 	if err != nil {
 		return res, err
 	}
