@@ -442,6 +442,9 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	defer lock.Release()
 	res, err := reconcileLocked(ctx, root, p, opts)
 	res.Inbox = drained
+	if drained.Drained+drained.Completed > 0 {
+		res.Wrote = append(res.Wrote, p.Log) // the drain's write: no event to react to
+	}
 	return res, err
 }
 

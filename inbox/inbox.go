@@ -148,6 +148,13 @@ func Enqueue(root string, now time.Time, obs []*manifest.Observation) (Item, err
 	return it, nil
 }
 
+// IsItem reports whether path names a queued item of root's inbox (not a
+// temp file of its write, not a rejected item).
+func IsItem(root, path string) bool {
+	base := filepath.Base(path)
+	return filepath.Dir(path) == Path(root) && strings.HasPrefix(base, prefix) && strings.HasSuffix(base, suffix)
+}
+
 // Entry is an item file in the inbox.
 type Entry struct {
 	ID      string
