@@ -323,6 +323,21 @@ func verify(root string, e expect) []string {
 	if tmp := tempFiles(root); len(tmp) > 0 && !e.killed {
 		bad("temp files left behind though no process was killed: %v", tmp)
 	}
+
+	// 7. The inbox: after the final passes every queued item was drained
+	// (none left, none rejected) and the drain's record is gone from the
+	// log; no lock-queue ticket is left by a process that was not killed.
+	if e.settled {
+		if items, _ := filepath.Glob(filepath.Join(p.Memory, "inbox", "*item-*")); len(items) > 0 {
+			bad("inbox items left after the final reconcile: %v", items)
+		}
+		if data, _ := os.ReadFile(p.Log); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
+			bad("the inbox drain's record is left in the log")
+		}
+	}
+	if tickets, _ := filepath.Glob(filepath.Join(p.Memory, "*.lock.queue", "*")); len(tickets) > 0 && !e.killed {
+		bad("lock queue tickets left behind though no process was killed: %v", tickets)
+	}
 	return probs
 }
 
