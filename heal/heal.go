@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/learnwatch/learnwatch/inbox"
 	"maps"
 	"os"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -43,21 +44,24 @@ type Options struct {
 	// lock) and returns how many references are stale. It may mark
 	// observations in the log; reconcile writes them.
 	Stale func(root string, log *manifest.Log) (int, error)
+	// Feedback records the learning signals (res.Events) in feedback.jsonl
+	// under the lock, exactly once across a crash (journal/pass.go); kept
+	// events only when Session is set, at most once per UTC day.
+	Feedback bool
+	Session  bool
 }
 
 // Result counts what a reconcile found and did.
 type Result struct {
-	// Inbox is what the drain of the inbox did before the pass.
-	Inbox     inbox.Result `json:"inbox,omitzero"`
-	Deletions int          `json:"deletions"`
-	Edits     int          `json:"edits"`
-	Unchanged int          `json:"unchanged"`
-	Healed    int          `json:"healed"`
-	Refused   int          `json:"refused"`
-	Corrupt   int          `json:"corrupt"`
-	Dropped   int          `json:"dropped"`
-	Stale     int          `json:"stale"`
-	Errors    int          `json:"errors"`
+	Deletions int `json:"deletions"`
+	Edits     int `json:"edits"`
+	Unchanged int `json:"unchanged"`
+	Healed    int `json:"healed"`
+	Refused   int `json:"refused"`
+	Corrupt   int `json:"corrupt"`
+	Dropped   int `json:"dropped"`
+	Stale     int `json:"stale"`
+	Errors    int `json:"errors"`
 	// Rebuilt counts created observations registered again because the
 	// manifest had lost them (absent or corrupt manifest).
 	Rebuilt int `json:"rebuilt"`
@@ -84,6 +88,12 @@ type Result struct {
 	Events []learn.Event `json:"-"`
 	// Wrote lists the absolute paths this run wrote.
 	Wrote []string `json:"-"`
+	// Inbox is what the drain of the inbox did before the pass.
+	Inbox inbox.Result `json:"inbox,omitzero"`
+	// Recorded counts the feedback events this pass appended (Options.
+	// Feedback), Completed those a crashed earlier pass owed.
+	Recorded  int `json:"-"`
+	Completed int `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -111,6 +121,9 @@ type State struct {
 	Missing    map[string]bool
 	Unreadable map[string]error
 	Refused    map[string]error
+	// writeManifest forces the manifest write: it carries the record of
+	// the pass's feedback.
+	writeManifest bool
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
@@ -471,8 +484,31 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		}
 		res.Stale = n
 	}
+	var pass *journal.Pass
+	if opts.Feedback {
+		n, err := journal.CompletePending(root, st.Manifest)
+		if err != nil {
+			// Nothing written yet: the record stays for the next pass.
+			return res, fmt.Errorf("feedback of an earlier reconcile: %w", err)
+		}
+		res.Completed = n
+		evs, kept := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
+		if pass, err = journal.Prepare(root, st.Manifest, evs, kept, opts.Now); err != nil {
+			res.Problems = append(res.Problems, "feedback not recorded: "+err.Error())
+		}
+		st.writeManifest = pass != nil
+	}
 	if err := write(st, p, manifestBefore, usageBefore, &res); err != nil {
 		return res, err
+	}
+	if pass != nil {
+		// The manifest holding the pass's record is written: a failure
+		// here is completed by the next pass.
+		if err := journal.Commit(root, pass); err != nil {
+			res.Problems = append(res.Problems, "feedback not recorded yet (the next reconcile records it): "+err.Error())
+		} else {
+			res.Recorded = len(pass.Events)
+		}
 	}
 	if opts.Render {
 		rr, wrote, err := renderAfter(ctx, st, p, opts)
@@ -501,7 +537,7 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 		}
 	}
 	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
-	if st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
+	if st.ManifestErr != nil || st.writeManifest || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
 		if err := manifest.WriteManifest(p.Manifest, st.Manifest); err != nil {
 			return err
 		}

@@ -60,6 +60,8 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			bit, dst = 32, &l.Reason
 		case "value":
 			bit = 64
+		case "pass":
+			bit, dst = 128, &l.Pass
 		default:
 			return l, false
 		}

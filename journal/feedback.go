@@ -18,11 +18,18 @@ type eventLine struct {
 	Source string   `json:"source"`
 	Type   string   `json:"type,omitempty"`
 	Reason string   `json:"reason,omitempty"`
+	// Pass is the id of the reconcile that recorded the event (pass.go).
+	Pass string `json:"pass,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
 // {"ts","target","kind","value","source"} plus "type" and "reason" when set.
 func MarshalEvent(e learn.Event) ([]byte, error) {
+	return marshalEventPass(e, "")
+}
+
+// marshalEventPass is MarshalEvent with the id of the pass that records e.
+func marshalEventPass(e learn.Event, pass string) ([]byte, error) {
 	if e.Target == "" || e.Kind == "" || e.TS.IsZero() {
 		return nil, fmt.Errorf("feedback event needs ts, target and kind: %+v", e)
 	}
@@ -30,7 +37,7 @@ func MarshalEvent(e learn.Event) ([]byte, error) {
 		return nil, fmt.Errorf("feedback event %s/%s: value %v is not a number", e.Target, e.Kind, e.Value)
 	}
 	v := e.Value
-	return encode(eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason})
+	return encode(eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Pass: pass})
 }
 
 // ParseEvent parses one feedback.jsonl line. ts (RFC3339), target and kind

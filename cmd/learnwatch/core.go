@@ -183,13 +183,13 @@ func newReconcileCmd(a *app) *cobra.Command {
 // session marks the once-per-session reconcile (session-start hook), the
 // only one that records kept artifacts as helpful feedback.
 func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
-	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg)}
+	opts := heal.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Stale: staleHook(a, cfg), Feedback: true, Session: session}
 	res, err := heal.Reconcile(a.ctx, root, opts)
 	a.reportDrain(res.Inbox)
 	if err != nil {
 		return res, err
 	}
-	recordFeedback(a, root, cfg, res, opts.Now, session)
+	recordFeedback(a, root, cfg, res, opts.Now)
 	return res, nil
 }
 

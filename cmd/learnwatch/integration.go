@@ -34,35 +34,16 @@ func init() {
 	knowledgeCandidates = loadCandidates
 }
 
-// recordFeedback appends the learning signals of a reconcile to
-// .memory/feedback.jsonl and recomputes the policy overlays. kept events
-// are recorded only when session is set, and then at most once per UTC day
-// (journal.KeptDue), so neither a watcher's frequent reconciles nor many
-// short sessions swamp the tallies or grow the journal without bound.
-func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time, session bool) {
-	keep := session && journal.KeptDue(root, now)
-	var evs []learn.Event
-	kept := false
-	for _, e := range res.Events {
-		if e.Kind == learn.KindKept {
-			if !keep {
-				continue
-			}
-			kept = true
-		}
-		evs = append(evs, e)
-	}
-	if len(evs) == 0 {
+// recordFeedback reports the learning signals a reconcile recorded (heal
+// appends them under the lock, exactly once across a crash, with
+// Options.Feedback; kept events only for the session's reconcile, at most
+// once per UTC day) and recomputes the policy overlays.
+func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time) {
+	if res.Recorded+res.Completed == 0 {
 		return
 	}
-	if err := journal.AppendFeedback(root, evs...); err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: feedback not recorded: %v\n", err)
-		return
-	}
-	if kept {
-		if err := journal.MarkKept(root, now); err != nil {
-			fmt.Fprintf(a.stderr, "learnwatch: %v\n", err)
-		}
+	if res.Completed > 0 {
+		a.log.Info("recorded the feedback of an interrupted reconcile", "events", res.Completed)
 	}
 	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
