@@ -90,10 +90,9 @@ type Result struct {
 	Wrote []string `json:"-"`
 	// Inbox is what the drain of the inbox did before the pass.
 	Inbox inbox.Result `json:"inbox,omitzero"`
-	// Recorded counts the feedback events this pass appended (Options.
-	// Feedback), Completed those a crashed earlier pass owed.
-	Recorded  int `json:"-"`
-	Completed int `json:"-"`
+	// Recorded counts the feedback events this pass appended
+	// (Options.Feedback).
+	Recorded int `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -121,9 +120,6 @@ type State struct {
 	Missing    map[string]bool
 	Unreadable map[string]error
 	Refused    map[string]error
-	// writeManifest forces the manifest write: it carries the record of
-	// the pass's feedback.
-	writeManifest bool
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
@@ -486,17 +482,16 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	}
 	var pass *journal.Pass
 	if opts.Feedback {
-		n, err := journal.CompletePending(root, st.Manifest)
-		if err != nil {
-			// Nothing written yet: the record stays for the next pass.
-			return res, fmt.Errorf("feedback of an earlier reconcile: %w", err)
-		}
-		res.Completed = n
 		evs, kept := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
-		if pass, err = journal.Prepare(root, st.Manifest, evs, kept, opts.Now); err != nil {
-			res.Problems = append(res.Problems, "feedback not recorded: "+err.Error())
+		sum := ""
+		if manifestDue(st, manifestBefore) {
+			if b, err := st.Manifest.Encode(); err == nil {
+				sum = journal.ManifestSum(b)
+			}
 		}
-		st.writeManifest = pass != nil
+		if pass, err = journal.Prepare(root, evs, kept, sum, opts.Now); err != nil {
+			return res, fmt.Errorf("record feedback: %w", err)
+		}
 	}
 	if err := write(st, p, manifestBefore, usageBefore, &res); err != nil {
 		return res, err
@@ -536,8 +531,7 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 			return err
 		}
 	}
-	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
-	if st.ManifestErr != nil || st.writeManifest || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
+	if manifestDue(st, manifestBefore) {
 		if err := manifest.WriteManifest(p.Manifest, st.Manifest); err != nil {
 			return err
 		}
@@ -558,6 +552,13 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 		res.Wrote = append(res.Wrote, p.Usage)
 	}
 	return nil
+}
+
+// manifestDue reports whether reconcile writes the manifest: it did not
+// parse, or its entries changed.
+func manifestDue(st *State, manifestBefore []manifest.Entry) bool {
+	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
+	return st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0)
 }
 
 // keepCorrupt copies a file that did not parse to <path>.corrupt-<time>

@@ -224,6 +224,9 @@ type Result struct {
 	Observations int      `json:"observations"` // sightings merged
 	Rejected     []string `json:"rejected,omitempty"`
 	Skipped      string   `json:"skipped,omitempty"` // why the inbox was not drained
+	// Feedback counts the feedback events of an interrupted reconcile
+	// recorded by Lock before the drain.
+	Feedback int `json:"feedback,omitempty"`
 }
 
 // read loads an item file: a regular file, at most MaxItemBytes, whose id

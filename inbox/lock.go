@@ -3,14 +3,17 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
-// Lock takes the learning lock of root (waiting up to timeout) and drains
-// the inbox before returning: the one place every pass that holds the lock
-// goes through. A drain that fails for I/O releases the lock and returns
+// Lock takes the learning lock of root (waiting up to timeout), completes
+// the feedback of an interrupted reconcile (journal.CompletePending) and
+// drains the inbox before returning: the one place every pass that holds
+// the lock goes through. A drain that fails for I/O releases the lock and returns
 // the error; an inbox that is not a real directory is left alone (the
 // pass goes on, res.Skipped says why).
 func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lock, Result, error) {
@@ -18,7 +21,15 @@ func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lo
 	if err != nil {
 		return nil, Result{}, err
 	}
+	// An interrupted reconcile's feedback first: it must be judged against
+	// the manifest that reconcile wrote, before this pass changes it.
+	n, err := journal.CompletePending(root)
+	if err != nil {
+		_ = lock.Release()
+		return nil, Result{}, fmt.Errorf("feedback of an interrupted reconcile: %w", err)
+	}
 	res, err := Drain(root)
+	res.Feedback = n
 	if errors.Is(err, ErrNotDirectory) {
 		res.Skipped = err.Error()
 		return lock, res, nil

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,36 +19,40 @@ import (
 
 // Exactly-once learning signals of a reconcile. A reconcile's feedback
 // events (deleted, edited, kept) describe the state it writes; they must
-// be in feedback.jsonl exactly once whatever point the pass is killed at.
+// be in feedback.jsonl exactly once whatever step the pass is killed at.
 // Under the learning lock, a pass:
 //
-//  1. completes the pass recorded in the manifest (CompletePending): if
-//     feedback.jsonl, from the size it had then, has no line of that pass
-//     id, the recorded events are appended now;
-//  2. records its own events, with a new pass id and the journal's current
-//     size, in the manifest (Prepare): the same atomic write as the state
-//     they describe (a deletion removes the manifest entry, an edit updates
-//     its hash);
+//  1. completes an interrupted pass (CompletePending, called by every pass
+//     that takes the lock, before it writes anything);
+//  2. writes its record, .memory/.feedback-pass.json (Prepare): a pass id,
+//     the journal's size, the events, and the SHA-256 of the manifest it
+//     is about to write (a deletion removes the manifest entry, an edit
+//     updates its hash: the manifest is the state the events describe);
 //  3. writes the log and the manifest;
-//  4. appends its events, each line carrying "pass":"<id>" (Commit).
+//  4. appends its events, each line carrying "pass":"<id>", writes the
+//     kept stamp when it recorded kept events, and removes the record
+//     (Commit).
 //
-// Killed before 3: the state was not written, no event is due (the next
-// pass sees the same deletion and records it). Killed between 3 and 4: the
-// next pass finds the record and appends the events. Killed after 4: the
-// next pass finds the pass id in the journal and appends nothing. The
-// record stays in the manifest until a later pass with events replaces it
-// (or clears it when the manifest is written anyway).
+// CompletePending reads a record left by a killed pass: when the manifest
+// on disk is not the one the record names, the pass died before its state
+// was written and no event is due (the next reconcile sees the same
+// deletion and records it); otherwise the events are appended unless
+// feedback.jsonl already holds a line of that pass id (after the size it
+// had then). Then the record is removed. A pass with only kept events
+// changes no state: its record alone commits them.
 
-// PendingKey is the manifest field that holds the last pass's events.
-const PendingKey = "learnwatch_feedback_pass"
+// PassFile is the record of the reconcile in progress (local state).
+const PassFile = ".feedback-pass.json"
 
 // Pass is the feedback of one reconcile.
 type Pass struct {
 	ID string `json:"pass"`
 	// Offset is the size of feedback.jsonl before the pass appended.
 	Offset int64 `json:"offset"`
-	// Kept is set when the events include the day's kept events (the kept
-	// stamp is written after them).
+	// Manifest is the SHA-256 (hex) of the manifest the pass writes, empty
+	// when its events need no manifest write (kept only).
+	Manifest string `json:"manifest,omitempty"`
+	// Kept is set when the events include the day's kept events.
 	Kept   bool              `json:"kept,omitempty"`
 	At     string            `json:"at"`
 	Events []json.RawMessage `json:"events"`
@@ -59,23 +64,14 @@ func newPassID(now time.Time) string {
 	return "pass-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// pendingOf returns the pass recorded in m, if any.
-func pendingOf(m *manifest.Manifest) (*Pass, error) {
-	raw, ok := m.Extra(PendingKey)
-	if !ok {
-		return nil, nil
-	}
-	var p Pass
-	if err := json.Unmarshal(raw, &p); err != nil || p.ID == "" {
-		// Not ours to read (edited by hand, another tool): nothing to
-		// complete; the next pass with events replaces it.
-		return nil, nil
-	}
-	return &p, nil
+// ManifestSum is the hex SHA-256 of manifest bytes, as Pass.Manifest.
+func ManifestSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // journaled reports whether feedback.jsonl holds a line of pass id at or
-// after offset (before it, when the file shrank).
+// after offset (anywhere, when the file shrank).
 func journaled(root, id string, offset int64) (bool, error) {
 	f, err := os.Open(Path(root, FeedbackFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -97,34 +93,61 @@ func journaled(root, id string, offset int64) (bool, error) {
 	return bytes.Contains(b, []byte(`"pass":"`+id+`"`)), nil
 }
 
-// CompletePending appends the events of the pass recorded in m that a
-// crash kept out of feedback.jsonl, and writes the kept stamp that pass
-// owed. It returns how many events it appended. The caller holds the
-// learning lock.
-func CompletePending(root string, m *manifest.Manifest) (int, error) {
-	p, err := pendingOf(m)
-	if err != nil || p == nil {
-		return 0, err
+// CompletePending finishes the pass a crash interrupted (see above) and
+// returns how many of its events it appended. The caller holds the
+// learning lock. A record that does not parse is kept aside as
+// .feedback-pass.json.corrupt-<time>, never used.
+func CompletePending(root string) (int, error) {
+	path := Path(root, PassFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
 	}
-	done, err := journaled(root, p.ID, p.Offset)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	if !done {
-		if err := appendPass(root, p); err != nil {
+	var p Pass
+	if err := json.Unmarshal(b, &p); err != nil || p.ID == "" {
+		aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
+		if err := os.Rename(path, aside); err != nil {
 			return 0, err
 		}
-		n = len(p.Events)
+		return 0, nil
 	}
-	if p.Kept {
-		if at, err := time.Parse(time.RFC3339, p.At); err == nil && KeptDue(root, at) {
-			if err := MarkKept(root, at); err != nil {
-				return n, err
+	n := 0
+	if committed(root, p.Manifest) {
+		done, err := journaled(root, p.ID, p.Offset)
+		if err != nil {
+			return 0, err
+		}
+		if !done {
+			if err := appendPass(root, &p); err != nil {
+				return 0, err
+			}
+			n = len(p.Events)
+		}
+		if p.Kept {
+			if at, err := time.Parse(time.RFC3339, p.At); err == nil && KeptDue(root, at) {
+				if err := MarkKept(root, at); err != nil {
+					return n, err
+				}
 			}
 		}
 	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return n, err
+	}
 	return n, nil
+}
+
+// committed reports whether the manifest on disk is the one with sum (any
+// manifest when sum is empty).
+func committed(root, sum string) bool {
+	if sum == "" {
+		return true
+	}
+	b, err := os.ReadFile(manifest.PathsFor(root).Manifest)
+	return err == nil && ManifestSum(b) == sum
 }
 
 func appendPass(root string, p *Pass) error {
@@ -143,16 +166,15 @@ func appendPass(root string, p *Pass) error {
 	return appendLines(Path(root, FeedbackFile), lines)
 }
 
-// Prepare records evs as this pass's feedback in m (to be written with the
-// state they describe) and returns the pass; with no events it drops the
-// record of an earlier pass, already complete, and returns nil. kept says
-// evs include the day's kept events.
-func Prepare(root string, m *manifest.Manifest, evs []learn.Event, kept bool, now time.Time) (*Pass, error) {
+// Prepare writes the record of a pass about to write its state: evs, and
+// manifestSum, the ManifestSum of the manifest it will write ("" when it
+// writes none). kept says evs include the day's kept events. No events:
+// nothing is written and the pass is nil.
+func Prepare(root string, evs []learn.Event, kept bool, manifestSum string, now time.Time) (*Pass, error) {
 	if len(evs) == 0 {
-		m.SetExtra(PendingKey, nil)
 		return nil, nil
 	}
-	p := &Pass{ID: newPassID(now), Kept: kept, At: now.UTC().Format(time.RFC3339)}
+	p := &Pass{ID: newPassID(now), Manifest: manifestSum, Kept: kept, At: now.UTC().Format(time.RFC3339)}
 	if fi, err := os.Stat(Path(root, FeedbackFile)); err == nil {
 		p.Offset = fi.Size()
 	}
@@ -167,12 +189,14 @@ func Prepare(root string, m *manifest.Manifest, evs []learn.Event, kept bool, no
 	if err != nil {
 		return nil, err
 	}
-	m.SetExtra(PendingKey, raw)
+	if err := manifest.WriteFile(Path(root, PassFile), append(raw, '\n'), 0o644); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-// Commit appends the pass's events (after the manifest holding its record
-// was written) and writes the kept stamp.
+// Commit appends the pass's events once its state is written, writes the
+// kept stamp and removes the record.
 func Commit(root string, p *Pass) error {
 	if p == nil {
 		return nil
@@ -185,7 +209,12 @@ func Commit(root string, p *Pass) error {
 	}
 	if p.Kept {
 		at, _ := time.Parse(time.RFC3339, p.At)
-		return MarkKept(root, at)
+		if err := MarkKept(root, at); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(Path(root, PassFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
 	return nil
 }

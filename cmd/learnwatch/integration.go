@@ -39,11 +39,8 @@ func init() {
 // Options.Feedback; kept events only for the session's reconcile, at most
 // once per UTC day) and recomputes the policy overlays.
 func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time) {
-	if res.Recorded+res.Completed == 0 {
+	if res.Recorded+res.Inbox.Feedback == 0 {
 		return
-	}
-	if res.Completed > 0 {
-		a.log.Info("recorded the feedback of an interrupted reconcile", "events", res.Completed)
 	}
 	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
