@@ -176,25 +176,3 @@ func (m *Manifest) Find(obsID string) int {
 	}
 	return -1
 }
-
-// Extra returns a top-level field of the manifest learnwatch does not
-// model as a typed field (kept verbatim across writes).
-func (m *Manifest) Extra(key string) (json.RawMessage, bool) {
-	v, ok := m.extra[key]
-	return v, ok
-}
-
-// SetExtra sets such a field; a nil value removes it.
-func (m *Manifest) SetExtra(key string, v json.RawMessage) {
-	if manifestKeys[key] {
-		return
-	}
-	if v == nil {
-		delete(m.extra, key)
-		return
-	}
-	if m.extra == nil {
-		m.extra = map[string]json.RawMessage{}
-	}
-	m.extra[key] = append(json.RawMessage(nil), v...)
-}
