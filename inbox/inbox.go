@@ -23,8 +23,9 @@
 //     the item ids are one atomic write;
 //  5. the item files are removed, the directory fsynced;
 //  6. the ids are removed from the log again (a second write), since no
-//     file carries them any more. A crash before this leaves ids for
-//     files that are gone; the next drain prunes them.
+//     file carries them any more. A marker file, .memory/inbox/.prune,
+//     written before step 4 and removed after this one, makes the next
+//     drain finish the prune after a crash even when no item is queued.
 //
 // An item that cannot be read (not JSON, too large, not a regular file) is
 // renamed to rejected-<name> and reported, never deleted.
@@ -67,10 +68,12 @@ const MaxItemBytes = 64 << 20
 const OldAfter = time.Hour
 
 const (
-	prefix   = "item-"
-	rejected = "rejected-"
-	suffix   = ".json"
-	stamp    = "20060102T150405Z"
+	// pruneMarker exists while item ids may be recorded in the log.
+	pruneMarker = ".prune"
+	prefix      = "item-"
+	rejected    = "rejected-"
+	suffix      = ".json"
+	stamp       = "20060102T150405Z"
 )
 
 // Item is one queued input.
@@ -284,8 +287,15 @@ func Parse(b []byte, id string) (Item, error) {
 func Drain(root string) (Result, error) {
 	var res Result
 	es, err := List(root)
-	if err != nil || len(es) == 0 {
+	if err != nil {
 		return res, err
+	}
+	marker := filepath.Join(Path(root), pruneMarker)
+	if len(es) == 0 {
+		if _, err := os.Lstat(marker); err != nil {
+			return res, nil
+		}
+		// A drain was killed before it pruned its record from the log.
 	}
 	manifest.RemoveStaleTemps(Path(root), 10*time.Minute)
 	p := manifest.PathsFor(root)
@@ -326,6 +336,13 @@ func Drain(root string) (Result, error) {
 		done = append(done, e)
 		applied = append(applied, e.ID)
 	}
+	if len(applied) > 0 {
+		// Says "ids may be in the log" until they are pruned, so that the
+		// prune is finished even when no item is left to drain.
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			return res, fmt.Errorf("inbox: %w", err)
+		}
+	}
 	if err := failpoint.Inject("inbox:before-log"); err != nil {
 		return res, fmt.Errorf("inbox: %w", err)
 	}
@@ -356,6 +373,9 @@ func Drain(root string) (Result, error) {
 		if err := manifest.WriteLog(p.Log, log); err != nil {
 			return res, err
 		}
+	}
+	if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, fmt.Errorf("inbox: %w", err)
 	}
 	return res, nil
 }

@@ -125,11 +125,13 @@ func TestDrainAfterCrash(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The prune-only case has no item to trigger a drain: a later
-			// item does, and prunes the stale record with it.
+			// The drain killed between its removal and its prune left
+			// its marker: the next drain prunes with no item queued.
 			if !c.file {
-				if _, err := Enqueue(root, time.Date(2026, 1, 6, 0, 0, 0, 0, time.UTC),
-					[]*manifest.Observation{obs(t, `{"id":"obs_b","type":"decision","pattern":"use sqlite"}`)}); err != nil {
+				if err := os.MkdirAll(Path(root), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -150,6 +152,9 @@ func TestDrainAfterCrash(t *testing.T) {
 			}
 			if es, _ := List(root); len(es) != 0 {
 				t.Errorf("items left: %v", es)
+			}
+			if _, err := os.Stat(filepath.Join(Path(root), pruneMarker)); err == nil {
+				t.Error("prune marker left")
 			}
 		})
 	}

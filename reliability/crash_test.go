@@ -79,7 +79,49 @@ func scenarios() []scenario {
 			{c: call{args: []string{"render"}, now: day(23)}},
 			{c: call{args: []string{"reconcile"}, now: day(23)}},
 		},
-		check: func(root, _ string) []string { return templateChecks(root) },
+		check: func(root, _ string) []string {
+			// The pending deletion and edit of the template are learning
+			// signals: each in feedback.jsonl exactly once, whatever step
+			// of a reconcile was killed.
+			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
+			return append(probs, templateChecks(root)...)
+		},
+	}
+	// inbox: another tool holds the lock (55 s old: stale, and taken over,
+	// 5 s later); two observes queue their input in the inbox; reconcile
+	// waits for the lock, drains both items and reconciles; render and
+	// observe follow.
+	inboxSc := scenario{
+		name: "inbox",
+		setup: func(t testing.TB, root string) {
+			writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "lock:\n  queue_after: 50ms\n")
+			lock := manifest.PathsFor(root).LearningLock
+			if err := os.Mkdir(lock, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			aged := time.Now().Add(-55 * time.Second)
+			if err := os.Chtimes(lock, aged, aged); err != nil {
+				t.Fatal(err)
+			}
+		},
+		steps: []step{
+			{c: call{args: []string{"observe"}, now: day(20), stdin: batch(
+				obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", "context: hooks; decision: inbox; rationale: nothing lost"),
+				sight("obs_o_de"))},
+				adds: map[string]int{"obs_q_de1": 1, "obs_o_de": 1}},
+			{c: call{args: []string{"observe"}, now: day(20), stdin: batch(
+				obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""),
+				sight("obs_o_wf", "queued"))},
+				adds: map[string]int{"obs_q_de1": 1, "obs_o_wf": 1}},
+			{c: call{args: []string{"reconcile"}, now: day(21)}},
+			{c: call{args: []string{"render"}, now: day(21)}},
+			{c: call{args: []string{"observe"}, now: day(22), stdin: batch(obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""))},
+				adds: map[string]int{"obs_q_de1": 1}},
+		},
+		check: func(root, _ string) []string {
+			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
+			return append(probs, templateChecks(root)...)
+		},
 	}
 	corruptManifest := scenario{
 		name: "corrupt-manifest",
@@ -174,7 +216,7 @@ func scenarios() []scenario {
 		name:  "watch",
 		steps: []step{{watch: true, c: call{now: day(20)}}},
 		check: func(root, _ string) []string {
-			var probs []string
+			probs := signalsOnce(root, map[string]int{"deleted PF-001": 1})
 			if readObs(root)["obs_pf_a"].Status != "deprecated" {
 				probs = append(probs, "the watcher did not penalise the deleted PF-001")
 			}
@@ -210,7 +252,27 @@ func scenarios() []scenario {
 			return probs
 		},
 	}
-	return []scenario{core, corruptManifest, purge, clear, learning, watch, hooksInstall}
+	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall}
+}
+
+// signalsOnce checks that feedback.jsonl holds each "kind target" event
+// exactly want times.
+func signalsOnce(root string, want map[string]int) []string {
+	got := map[string]int{}
+	data, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct{ Kind, Target string }
+		if json.Unmarshal([]byte(line), &e) == nil {
+			got[e.Kind+" "+e.Target]++
+		}
+	}
+	var probs []string
+	for k, n := range want {
+		if got[k] != n {
+			probs = append(probs, fmt.Sprintf("feedback.jsonl has %d %q event(s), want %d (a learning signal lost or doubled by a crash)", got[k], k, n))
+		}
+	}
+	return probs
 }
 
 // stdinFor fills inputs that depend on the repository path.

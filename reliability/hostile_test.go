@@ -264,7 +264,23 @@ func TestReliabilityHostileInput(t *testing.T) {
 			writeLog(t, root, validA+"\n")
 			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
 			os.Mkdir(mem(root, ".learning.lock"), 0o755)
-		}, c: call{args: []string{"observe"}, stdin: obsJSON("obs_x", "decision", "X", "")}, code: 3,
+		}, c: call{args: []string{"observe"}, stdin: obsJSON("obs_x", "decision", "X", "")},
+			// Not turned away: queued in the inbox, the log untouched.
+			stdout: `queued 1 observation\(s\) as item-`, same: []string{".memory/learning-log.jsonl"},
+			check: func(t *testing.T, root string, _ result) {
+				items, _ := filepath.Glob(mem(root, "inbox/item-*.json"))
+				if len(items) != 1 {
+					t.Fatalf("inbox holds %v, want one item", items)
+				}
+				if b := string(readFile(t, items[0])); !strings.Contains(b, `"obs_x"`) {
+					t.Errorf("the item lacks the observation: %s", b)
+				}
+			}},
+		{name: "lock/held-by-another-tool/outcome", setup: func(t *testing.T, root string) {
+			writeLog(t, root, validA+"\n")
+			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
+			os.Mkdir(mem(root, ".learning.lock"), 0o755)
+		}, c: call{args: []string{"outcome", "record"}, stdin: `{"run_id":"r1","success":true,"duration_ms":1000,"retry_count":0}`}, code: 3,
 			stderr: `learning\.lock: timed out waiting for lock`, same: []string{"*"}},
 		{name: "lock/held-by-another-tool/hook-fails-open", setup: func(t *testing.T, root string) {
 			writeLog(t, root, validA+"\n")
