@@ -692,6 +692,7 @@ var randomPoints = []string{
 	"write:learning-log.jsonl", "write:.learning-manifest.json", "write:.knowledge-usage.json",
 	"write:decisions.md", "write:pitfalls.md", "write:SKILL.md", "append:feedback.jsonl",
 	"write:*=enospc", "write:learning-log.jsonl=enospc", "render:*=error",
+	"inbox:*", "write:item-*", "write:.feedback-pass.json", "reconcile:after-feedback",
 }
 
 // TestReliabilityRandomKills runs seeded random command sequences
@@ -821,11 +822,16 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 		}
 		return sight(id, ev)
 	}
+	// The inbox on: observe queues after 50 ms; a third of the observes run
+	// while another tool holds the lock, so their input is queued and a
+	// later pass drains it.
+	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "lock:\n  queue_after: 50ms\n")
 	nOps := 4 + rng.IntN(8)
 	clock := 20
 	for op := 0; op < nOps; op++ {
 		clock += 1 + rng.IntN(2)
 		var c call
+		foreign := false // another tool holds the lock while c runs
 		adds := map[string]int{}
 		switch k := rng.IntN(100); {
 		case k < 40:
@@ -836,6 +842,7 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 				adds[id]++
 			}
 			c = call{args: []string{"observe"}, stdin: batch(lines...)}
+			foreign = rng.IntN(3) == 0
 		case k < 60:
 			c = args("render")
 		case k < 78:
@@ -863,9 +870,14 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 		if armed {
 			c.env = env
 		}
+		lock := manifest.PathsFor(root).LearningLock
+		held := foreign && os.Mkdir(lock, 0o755) == nil
 		r := run(t, root, c)
+		if held {
+			os.Remove(lock)
+		}
 		procs++
-		log = append(log, fmt.Sprintf("%v armed=%v → exit %d killed=%v", c.args, armed, r.code, r.killed))
+		log = append(log, fmt.Sprintf("%v armed=%v foreign-lock=%v → exit %d killed=%v", c.args, armed, held, r.code, r.killed))
 		switch {
 		case r.timedOut:
 			t.Fatalf("did not finish: %s", r)
