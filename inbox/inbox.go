@@ -46,6 +46,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -57,8 +58,13 @@ const Dir = "inbox"
 // touched, the item's id until its file is gone.
 const Field = "x_learnwatch_inbox"
 
-// KindObserve is an item of observations (the input of observe).
-const KindObserve = "observe"
+// Item kinds: observations (observe), a run's outcome with its feedback
+// (outcome record), feedback events (verdict record).
+const (
+	KindObserve  = "observe"
+	KindOutcome  = "outcome"
+	KindFeedback = "feedback"
+)
 
 // MaxItemBytes bounds the size of an item file read by Drain.
 const MaxItemBytes = 64 << 20
@@ -85,7 +91,14 @@ type Item struct {
 	// command (LEARNWATCH_NOW), used for the merge.
 	QueuedAt     string                  `json:"queued_at"`
 	Now          string                  `json:"now"`
-	Observations []*manifest.Observation `json:"observations"`
+	Observations []*manifest.Observation `json:"observations,omitempty"`
+	// Outcome is the outcomes.jsonl line of an outcome item; Events the
+	// feedback.jsonl lines of an outcome or feedback item, appended with
+	// the item id as their pass id; Offset the size of feedback.jsonl when
+	// the item was queued (its events cannot be before it).
+	Outcome json.RawMessage   `json:"outcome,omitempty"`
+	Events  []json.RawMessage `json:"events,omitempty"`
+	Offset  int64             `json:"offset,omitempty"`
 }
 
 // Path returns root/.memory/inbox.
@@ -134,13 +147,30 @@ func name(t time.Time) string {
 // Enqueue writes obs as one new item and returns it. now is the command's
 // clock (kept for the merge); the name comes from the wall clock.
 func Enqueue(root string, now time.Time, obs []*manifest.Observation) (Item, error) {
+	return enqueue(root, Item{Kind: KindObserve, Now: now.UTC().Format(time.RFC3339Nano), Observations: obs})
+}
+
+// EnqueueOutcome queues a run's outcome (its outcomes.jsonl line) and the
+// feedback it causes; EnqueueFeedback queues feedback events (lines as
+// journal.MarshalEvent writes them).
+func EnqueueOutcome(root string, now time.Time, outcome json.RawMessage, events []json.RawMessage) (Item, error) {
+	return enqueue(root, Item{Kind: KindOutcome, Now: now.UTC().Format(time.RFC3339Nano), Outcome: outcome,
+		Events: events, Offset: journal.FeedbackSize(root)})
+}
+
+// EnqueueFeedback: see EnqueueOutcome.
+func EnqueueFeedback(root string, now time.Time, events []json.RawMessage) (Item, error) {
+	return enqueue(root, Item{Kind: KindFeedback, Now: now.UTC().Format(time.RFC3339Nano), Events: events,
+		Offset: journal.FeedbackSize(root)})
+}
+
+func enqueue(root string, it Item) (Item, error) {
 	d, err := dir(root, true)
 	if err != nil {
 		return Item{}, err
 	}
 	id := name(time.Now())
-	it := Item{Version: 1, ID: id, Kind: KindObserve, QueuedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		Now: now.UTC().Format(time.RFC3339Nano), Observations: obs}
+	it.Version, it.ID, it.QueuedAt = 1, id, time.Now().UTC().Format(time.RFC3339Nano)
 	b, err := json.Marshal(it)
 	if err != nil {
 		return Item{}, fmt.Errorf("inbox: encode item: %w", err)
@@ -222,9 +252,10 @@ func Stat(root string) (Depth, error) {
 
 // Result says what a drain did.
 type Result struct {
-	Drained      int      `json:"drained"`      // items merged by this drain
-	Completed    int      `json:"completed"`    // items a crashed drain had merged: only removed
-	Observations int      `json:"observations"` // sightings merged
+	Drained      int      `json:"drained"`          // items merged by this drain
+	Completed    int      `json:"completed"`        // items a crashed drain had merged: only removed
+	Observations int      `json:"observations"`     // sightings merged
+	Events       int      `json:"events,omitempty"` // feedback events appended (outcome and feedback items)
 	Rejected     []string `json:"rejected,omitempty"`
 	Skipped      string   `json:"skipped,omitempty"` // why the inbox was not drained
 	// Feedback counts the feedback events of an interrupted reconcile
@@ -270,13 +301,34 @@ func Parse(b []byte, id string) (Item, error) {
 	if err := json.Unmarshal(b, &it); err != nil {
 		return Item{}, fmt.Errorf("not an inbox item: %w", err)
 	}
-	if it.ID != id || it.Kind != KindObserve || it.Version != 1 {
-		return Item{}, fmt.Errorf("not an inbox item: id %q, kind %q, version %d (want an observe item %s, version 1)", it.ID, it.Kind, it.Version, id)
+	if it.ID != id || it.Version != 1 {
+		return Item{}, fmt.Errorf("not an inbox item: id %q, version %d (want %s, version 1)", it.ID, it.Version, id)
 	}
 	for i, o := range it.Observations {
 		if o == nil {
 			return Item{}, fmt.Errorf("not an inbox item: observation %d is null", i+1)
 		}
+	}
+	for i, e := range it.Events {
+		if _, err := journal.ParseEvent(e); err != nil {
+			return Item{}, fmt.Errorf("not an inbox item: event %d: %w", i+1, err)
+		}
+	}
+	switch it.Kind {
+	case KindObserve:
+		if len(it.Outcome) > 0 || len(it.Events) > 0 {
+			return Item{}, errors.New("not an inbox item: an observe item with an outcome or events")
+		}
+	case KindOutcome:
+		if _, err := journal.ParseOutcome(it.Outcome); err != nil {
+			return Item{}, fmt.Errorf("not an inbox item: outcome: %w", err)
+		}
+	case KindFeedback:
+	default:
+		return Item{}, fmt.Errorf("not an inbox item: kind %q", it.Kind)
+	}
+	if it.Kind != KindObserve && len(it.Observations) > 0 {
+		return Item{}, fmt.Errorf("not an inbox item: a %s item with observations", it.Kind)
 	}
 	return it, nil
 }
@@ -329,6 +381,18 @@ func Drain(root string) (Result, error) {
 		if err != nil {
 			at = e.ModTime
 		}
+		if it.Kind != KindObserve {
+			// Journal items are idempotent by themselves: applied now,
+			// removed with the others after the log write.
+			n, err := applyJournal(root, it)
+			if err != nil {
+				return res, err
+			}
+			res.Drained++
+			res.Events += n
+			done = append(done, e)
+			continue
+		}
 		r := lifecycle.Observe(log, it.Observations, at, mult)
 		mark(log, r.IDs, e.ID)
 		res.Drained++
@@ -378,6 +442,51 @@ func Drain(root string) (Result, error) {
 		return res, fmt.Errorf("inbox: %w", err)
 	}
 	return res, nil
+}
+
+// applyJournal appends an outcome or feedback item, once: the outcome
+// line unless outcomes.jsonl already has its run (a drain killed after
+// appending it, or the run recorded directly); the events unless
+// feedback.jsonl has a line of the item's id after its offset, or the run
+// was recorded with its feedback before this item. It returns the number
+// of events appended.
+func applyJournal(root string, it Item) (int, error) {
+	if it.Kind == KindOutcome {
+		o, err := journal.ParseOutcome(it.Outcome)
+		if err != nil {
+			return 0, err
+		}
+		outs, _, err := journal.ReadOutcomes(root)
+		if err != nil {
+			return 0, err
+		}
+		if slices.ContainsFunc(outs, func(x learn.Outcome) bool { return x.RunID == o.RunID }) {
+			evs, _, err := journal.ReadFeedback(root)
+			if err != nil {
+				return 0, err
+			}
+			src := learn.OutcomeSourcePrefix + o.RunID
+			mine, err := journal.Journaled(root, it.ID, it.Offset)
+			if err != nil {
+				return 0, err
+			}
+			if mine || slices.ContainsFunc(evs, func(e learn.Event) bool { return e.Source == src }) {
+				return 0, nil // complete already
+			}
+		} else if err := journal.AppendOutcome(root, o); err != nil {
+			return 0, err
+		}
+	}
+	if len(it.Events) == 0 {
+		return 0, nil
+	}
+	if done, err := journal.Journaled(root, it.ID, it.Offset); err != nil || done {
+		return 0, err
+	}
+	if err := journal.AppendFeedbackPass(root, it.ID, it.Events); err != nil {
+		return 0, err
+	}
+	return len(it.Events), nil
 }
 
 // ids returns the item ids recorded on o.

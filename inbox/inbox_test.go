@@ -276,3 +276,51 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// An outcome item drained by a drain killed after the outcome append, or
+// after the feedback append, is completed without a second line; a run
+// recorded directly (with its feedback) before the item is not doubled.
+func TestDrainOutcomeOnce(t *testing.T) {
+	const line = `{"run_id":"r1","success":true,"duration_ms":1000,"retry_count":0,"error_count":0,"quality":1,"cited":["ADR-001"],"ts":"2026-01-05T00:00:00Z"}`
+	const ev = `{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"outcome","value":1,"source":"outcome:r1","type":"decision"}`
+	cases := []struct {
+		name             string
+		outcomes, fb     string // before the drain; fb may name the item
+		wantOut, wantEvs int
+	}{
+		{"fresh", "", "", 1, 1},
+		{"killed after the outcome append", line + "\n", "", 1, 1},
+		{"killed after the feedback append", line + "\n", strings.Replace(ev, `}`, `,"pass":"ITEM"}`, 1) + "\n", 1, 1},
+		{"run recorded directly before", line + "\n", ev + "\n", 1, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := newRoot(t)
+			it, err := EnqueueOutcome(root, time.Now(), json.RawMessage(line), []json.RawMessage{json.RawMessage(ev)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem := filepath.Join(root, ".memory")
+			if c.outcomes != "" {
+				os.WriteFile(filepath.Join(mem, "outcomes.jsonl"), []byte(c.outcomes), 0o644)
+			}
+			if c.fb != "" {
+				os.WriteFile(filepath.Join(mem, "feedback.jsonl"), []byte(strings.ReplaceAll(c.fb, "ITEM", it.ID)), 0o644)
+			}
+			if _, err := Drain(root); err != nil {
+				t.Fatal(err)
+			}
+			outs, _ := os.ReadFile(filepath.Join(mem, "outcomes.jsonl"))
+			fb, _ := os.ReadFile(filepath.Join(mem, "feedback.jsonl"))
+			if n := strings.Count(string(outs), `"run_id":"r1"`); n != c.wantOut {
+				t.Errorf("%d outcome lines, want %d", n, c.wantOut)
+			}
+			if n := strings.Count(string(fb), `"source":"outcome:r1"`); n != c.wantEvs {
+				t.Errorf("%d feedback lines, want %d:\n%s", n, c.wantEvs, fb)
+			}
+			if es, _ := List(root); len(es) != 0 {
+				t.Errorf("items left: %v", es)
+			}
+		})
+	}
+}

@@ -30,6 +30,10 @@ func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lo
 	}
 	res, err := Drain(root)
 	res.Feedback = n
+	if err == nil && res.Events > 0 {
+		// Queued outcomes and verdicts changed the tallies.
+		_, _ = journal.RefreshPolicyLocked(root, time.Now())
+	}
 	if errors.Is(err, ErrNotDirectory) {
 		res.Skipped = err.Error()
 		return lock, res, nil

@@ -237,3 +237,23 @@ func SelectEvents(root string, evs []learn.Event, session bool, now time.Time) (
 	}
 	return out, kept
 }
+
+// Journaled reports whether feedback.jsonl holds a line recorded with
+// pass id at or after offset (the file's size before the events could
+// have been appended). Inbox items use their id as the pass id.
+func Journaled(root, id string, offset int64) (bool, error) { return journaled(root, id, offset) }
+
+// AppendFeedbackPass appends events (feedback.jsonl lines, as MarshalEvent
+// writes them) in one write, each carrying "pass":id.
+func AppendFeedbackPass(root, id string, events []json.RawMessage) error {
+	return appendPass(root, &Pass{ID: id, Events: events})
+}
+
+// FeedbackSize is the size of feedback.jsonl (0 when missing).
+func FeedbackSize(root string) int64 {
+	fi, err := os.Stat(Path(root, FeedbackFile))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

@@ -113,6 +113,10 @@ func scenarios() []scenario {
 				obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""),
 				sight("obs_o_wf", "queued"))},
 				adds: map[string]int{"obs_q_de1": 1, "obs_o_wf": 1}},
+			{c: call{args: []string{"outcome", "record"}, now: day(20),
+				stdin: `{"run_id":"rq1","success":true,"duration_ms":1000,"retry_count":0,"cited":["ADR-001"]}`}},
+			{c: call{args: []string{"verdict", "record"}, now: day(20),
+				stdin: `{"run_id":"vq1","verdict":"PASS","role":"qa","evidence_level":1,"cited":["ADR-001"]}`}},
 			{c: call{args: []string{"reconcile"}, now: day(21)}},
 			{c: call{args: []string{"render"}, now: day(21)}},
 			{c: call{args: []string{"observe"}, now: day(22), stdin: batch(obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""))},
@@ -120,6 +124,19 @@ func scenarios() []scenario {
 		},
 		check: func(root, _ string) []string {
 			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
+			// The queued outcome and verdict: recorded exactly once.
+			mem := filepath.Join(root, ".memory")
+			outs, _ := os.ReadFile(filepath.Join(mem, "outcomes.jsonl"))
+			fb, _ := os.ReadFile(filepath.Join(mem, "feedback.jsonl"))
+			for what, n := range map[string]int{
+				"outcome rq1": strings.Count(string(outs), `"run_id":"rq1"`),
+				"outcome rq1 feedback": strings.Count(string(fb), `"source":"outcome:rq1"`),
+				"verdict vq1 feedback": strings.Count(string(fb), `"source":"verdict:vq1"`),
+			} {
+				if n != 1 {
+					probs = append(probs, fmt.Sprintf("%s: %d lines, want 1", what, n))
+				}
+			}
 			return append(probs, templateChecks(root)...)
 		},
 	}

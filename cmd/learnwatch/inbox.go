@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -123,3 +127,89 @@ func inboxReview(root string, at time.Time) (map[string]any, []string) {
 	}
 	return out, lines
 }
+
+// queueWait is cfg with the lock wait of a command that only adds facts:
+// lock.queue_after (at most lock.timeout), after which it queues.
+func queueWait(cfg config.Config) config.Config {
+	cfg.Lock.Timeout.Duration = min(cfg.Lock.QueueAfter.Duration, cfg.Lock.Timeout.Duration)
+	return cfg
+}
+
+// queuedRecord is what outcome record and verdict record print when they
+// queued their input.
+type queuedRecord struct {
+	Queued   bool    `json:"queued"`
+	Item     string  `json:"item"`
+	RunID    string  `json:"run_id"`
+	Score    float64 `json:"score,omitempty"`
+	Verdict  string  `json:"verdict,omitempty"`
+	Feedback int     `json:"feedback"`
+}
+
+// queueOutcome queues an outcome whose lock wait timed out (lockErr): its
+// line and feedback are computed now, appended by the next pass. A run
+// already recorded is refused as the direct path refuses it.
+func queueOutcome(a *app, root string, o learn.Outcome, entries []learn.Candidate, lockErr error) error {
+	outs, _, err := journal.ReadOutcomes(root)
+	if err != nil {
+		return exitcode.Wrap(exitcode.IO, err)
+	}
+	if slices.ContainsFunc(outs, func(x learn.Outcome) bool { return x.RunID == o.RunID }) {
+		return exitcode.Bad("outcome on stdin: field \"run_id\": run %q is already recorded in %s", o.RunID, journal.Path(root, journal.OutcomesFile))
+	}
+	if !o.ErrorCountSet {
+		errs, _, err := journal.ReadErrors(root)
+		if err != nil {
+			return exitcode.Wrap(exitcode.IO, err)
+		}
+		o.ErrorCount, o.ErrorCountSet = learn.UnresolvedCount(errs, o.RunID), true
+	}
+	score, verdict := learn.ImplicitScore(o)
+	line, err := journal.MarshalOutcome(o)
+	if err != nil {
+		return exitcode.Bad("outcome on stdin: %v", err)
+	}
+	evs, err := marshalEvents(learn.OutcomeEvents(o, score, entries, o.TS))
+	if err != nil {
+		return exitcode.Bad("outcome on stdin: %v", err)
+	}
+	it, qerr := inbox.EnqueueOutcome(root, now(), line, evs)
+	if qerr != nil {
+		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, qerr))
+	}
+	q := queuedRecord{Queued: true, Item: it.ID, RunID: o.RunID, Score: score, Verdict: verdict, Feedback: len(evs)}
+	return a.emit(q, func(w io.Writer) {
+		fmt.Fprintf(w, "Queued run %s as %s in .memory/inbox (the learning lock is busy): score %.2f (%s), %d feedback event(s); the next pass records it\n", q.RunID, q.Item, q.Score, q.Verdict, q.Feedback)
+	})
+}
+
+// queueFeedback queues feedback events whose lock wait timed out.
+func queueFeedback(a *app, root, what, runID string, evs []learn.Event, lockErr error) error {
+	lines, err := marshalEvents(evs)
+	if err != nil {
+		return exitcode.Bad("%s: %v", what, err)
+	}
+	it, qerr := inbox.EnqueueFeedback(root, now(), lines)
+	if qerr != nil {
+		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, qerr))
+	}
+	q := queuedRecord{Queued: true, Item: it.ID, RunID: runID, Feedback: len(lines)}
+	return a.emit(q, func(w io.Writer) {
+		fmt.Fprintf(w, "Queued %s for run %s as %s in .memory/inbox (the learning lock is busy): %d feedback event(s); the next pass records them\n", what, q.RunID, q.Item, q.Feedback)
+	})
+}
+
+func marshalEvents(evs []learn.Event) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(evs))
+	for _, e := range evs {
+		b, err := journal.MarshalEvent(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// isLockTimeout reports a lock wait that timed out.
+func isLockTimeout(err error) bool { return errors.Is(err, manifest.ErrLockTimeout) }

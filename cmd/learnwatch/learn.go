@@ -171,7 +171,7 @@ nothing written.`,
 				Cited      []string `json:"cited"`
 				Repaired   bool     `json:"repaired,omitempty"`
 			}
-			err = a.withLearningLock(root, cfg, func() error {
+			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				outs, err := a.readOutcomes(root)
 				if err != nil {
 					return err
@@ -211,6 +211,9 @@ nothing written.`,
 				a.refreshPolicy(root, t)
 				return nil
 			})
+			if isLockTimeout(err) {
+				return queueOutcome(a, root, o, entries, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -403,7 +406,7 @@ cited entries when the evidence level is 1 or 2.`,
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
-			err = a.withLearningLock(root, cfg, func() error {
+			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				old, err := a.readFeedback(root)
 				if err != nil {
 					return err
@@ -422,6 +425,9 @@ cited entries when the evidence level is 1 or 2.`,
 				}
 				return nil
 			})
+			if isLockTimeout(err) {
+				return queueFeedback(a, root, "verdict record", v.RunID, evs, err)
+			}
 			if err != nil {
 				return err
 			}
