@@ -129,7 +129,7 @@ func scenarios() []scenario {
 			outs, _ := os.ReadFile(filepath.Join(mem, "outcomes.jsonl"))
 			fb, _ := os.ReadFile(filepath.Join(mem, "feedback.jsonl"))
 			for what, n := range map[string]int{
-				"outcome rq1": strings.Count(string(outs), `"run_id":"rq1"`),
+				"outcome rq1":          strings.Count(string(outs), `"run_id":"rq1"`),
 				"outcome rq1 feedback": strings.Count(string(fb), `"source":"outcome:rq1"`),
 				"verdict vq1 feedback": strings.Count(string(fb), `"source":"verdict:vq1"`),
 			} {

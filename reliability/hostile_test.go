@@ -166,7 +166,7 @@ func TestReliabilityHostileInput(t *testing.T) {
 		{name: "stdin/not-json", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
 			c: call{args: []string{"observe"}, stdin: "hello\n"}, code: 2, stderr: `stdin: line 1`, same: []string{"*"}},
 		{name: "stdin/wrong-field-type", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
-			c:      call{args: []string{"observe", "--json"}, stdin: `{"id":"obs_x","type":"decision","pattern":"X","confidence":"high"}`},
+			c:    call{args: []string{"observe", "--json"}, stdin: `{"id":"obs_x","type":"decision","pattern":"X","confidence":"high"}`},
 			code: 2, stderr: `obs_x: field confidence`, stdout: `"skipped":1`, same: []string{"*"}}, // every observation skipped: exit 2
 		{name: "stdin/10MB-line", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
 			c: call{args: []string{"observe", "--json"}, stdin: obsJSON("obs_big", "decision", "Big", tenMB)}, stdout: `"created":1`},
