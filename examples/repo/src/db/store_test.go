@@ -1,5 +1,0 @@
-package db
-
-import "testing"
-
-func TestStore(t *testing.T) {}
