@@ -1,0 +1,5 @@
+//go:build race
+
+package main
+
+func init() { raceEnabled = true }

@@ -1,0 +1,5 @@
+package db
+
+import "testing"
+
+func TestStore(t *testing.T) {}

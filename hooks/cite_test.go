@@ -1,0 +1,240 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+func assistant(id, text string) string {
+	return `{"type":"assistant","message":{"id":"` + id + `","role":"assistant","content":[{"type":"text","text":` + quote(text) + `}]}}` + "\n"
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func TestCitations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want map[string]int
+	}{
+		{"assistant text", assistant("m1", "Per ADR-001 and PF-012, do X."), map[string]int{"ADR-001": 1, "PF-012": 1}},
+		{"once per message", assistant("m1", "ADR-001, ADR-001 and again ADR-001"), map[string]int{"ADR-001": 1}},
+		{"split message counts once", assistant("m1", "ADR-001") + assistant("m1", "still ADR-001"), map[string]int{"ADR-001": 1}},
+		{"two messages", assistant("m1", "ADR-001") + assistant("m2", "ADR-001"), map[string]int{"ADR-001": 2}},
+		{"user prompt ignored", `{"type":"user","message":{"role":"user","content":"what does ADR-001 say?"}}` + "\n", map[string]int{}},
+		{"injected context ignored", `{"type":"system","content":"Knowledge: ADR-001 ADR-002"}` + "\n", map[string]int{}},
+		{"tool use and result ignored", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","input":{"pattern":"ADR-003"}},{"type":"thinking","thinking":"ADR-004"}]}}` + "\n" +
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"## ADR-005: x"}]}}` + "\n", map[string]int{}},
+		{"string content", `{"role":"assistant","content":"see PF-007"}` + "\n", map[string]int{"PF-007": 1}},
+		{"plain text", "We followed ADR-010.\nPF-002 and ADR-010 apply\nlast line ADR-010", map[string]int{"ADR-010": 3, "PF-002": 1}},
+		{"not ids", "XADR-001 ADR-01 ADR-001x adr-001 PF-1234 ADR_001 ADR-001.", map[string]int{"PF-1234": 1, "ADR-001": 1}},
+		{"json without a message", `{"text":"ADR-001"}` + "\n", map[string]int{}},
+		{"crlf", "ADR-001\r\n", map[string]int{"ADR-001": 1}},
+		{"broken json is text", `{"role":"assistant","content":"ADR-001"` + "\n", map[string]int{"ADR-001": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Citations(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCitationsLongLine(t *testing.T) {
+	long := assistant("m", strings.Repeat("x", 1<<20)+" ADR-099")
+	got, err := Citations(strings.NewReader(long))
+	if err != nil || got["ADR-099"] != 1 {
+		t.Errorf("got %v %v", got, err)
+	}
+}
+
+func FuzzCitations(f *testing.F) {
+	f.Add(assistant("m1", "ADR-001 PF-002"))
+	f.Add("plain ADR-001\nPF-999 x")
+	f.Add(`{"type":"assistant","message":{"content":"ADR-001"}}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := Citations(strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Count(in, "\n") + 1
+		for id, n := range got {
+			if !citeRE.MatchString(id) || citeRE.FindString(id) != id {
+				t.Fatalf("counted %q, not an ID", id)
+			}
+			if n < 1 || n > lines {
+				t.Fatalf("%s counted %d times in %d lines", id, n, lines)
+			}
+			if !strings.Contains(in, id) {
+				t.Fatalf("%s is not in the input", id)
+			}
+		}
+	})
+}
+
+const usageWithExtras = `{
+  "version": 1,
+  "generator": {"name": "devflow"},
+  "entries": {
+    "ADR-001": {"cites": 2, "last_cited": null, "created": "2024-01-01T00:00:00Z", "note": "keep me"}
+  }
+}
+`
+
+func TestRecordCitations(t *testing.T) {
+	root := t.TempDir()
+	usage := filepath.Join(root, ".memory", ".knowledge-usage.json")
+	writeFile(t, usage, usageWithExtras, 0o644)
+	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 3, "PF-004": 1}, now, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got := readJSON(t, usage).(map[string]any)
+	want := map[string]any{
+		"version":   1.0,
+		"generator": map[string]any{"name": "devflow"},
+		"entries": map[string]any{
+			"ADR-001": map[string]any{"cites": 5.0, "last_cited": "2025-03-04T05:06:07Z", "created": "2024-01-01T00:00:00Z", "note": "keep me"},
+			"PF-004":  map[string]any{"cites": 1.0, "last_cited": "2025-03-04T05:06:07Z", "created": "2025-03-04T05:06:07Z"},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %s\nwant %s", mustMarshal(t, got), mustMarshal(t, want))
+	}
+	if _, err := os.Stat(filepath.Join(root, ".memory", manifest.LearningLock)); !os.IsNotExist(err) {
+		t.Errorf("lock left behind: %v", err)
+	}
+}
+
+func TestRecordCitationsBadUsageFile(t *testing.T) {
+	root := t.TempDir()
+	usage := filepath.Join(root, ".memory", ".knowledge-usage.json")
+	writeFile(t, usage, `{"version":1,"entries":`, 0o644)
+	err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), time.Second)
+	var fe *FileError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), usage) {
+		t.Errorf("err = %v", err)
+	}
+	if got, _ := os.ReadFile(usage); string(got) != `{"version":1,"entries":` {
+		t.Errorf("usage file written: %s", got)
+	}
+}
+
+func TestRecordCitationsLockTimeout(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".memory", manifest.LearningLock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), 50*time.Millisecond)
+	if !errors.Is(err, manifest.ErrLockTimeout) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".memory", ".knowledge-usage.json")); !os.IsNotExist(err) {
+		t.Error("usage written without the lock")
+	}
+}
+
+func cites(t *testing.T, root string) map[string]int {
+	t.Helper()
+	u, err := manifest.ReadUsage(filepath.Join(root, ".memory", ".knowledge-usage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for id := range u.Entries {
+		m[id], _ = u.Cites(id)
+	}
+	return m
+}
+
+func TestRecordTranscriptCountsOnce(t *testing.T) {
+	root := t.TempDir()
+	tr := filepath.Join(t.TempDir(), "session.jsonl")
+	ctx, now := context.Background(), time.Now()
+	record := func() map[string]int {
+		t.Helper()
+		got, err := RecordTranscript(ctx, root, "sess-1", tr, now, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	appendTo := func(s string) {
+		f, err := os.OpenFile(tr, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+
+	appendTo(assistant("m1", "ADR-001") + assistant("m2", "ADR-001 and PF-002"))
+	if got := record(); !maps.Equal(got, map[string]int{"ADR-001": 2, "PF-002": 1}) {
+		t.Errorf("first scan %v", got)
+	}
+	if got := record(); len(got) != 0 {
+		t.Errorf("rescan counted %v", got)
+	}
+	if got := cites(t, root); !maps.Equal(got, map[string]int{"ADR-001": 2, "PF-002": 1}) {
+		t.Errorf("usage %v", got)
+	}
+
+	// A line still being written is left for the next scan.
+	line := assistant("m3", "PF-002")
+	appendTo(line[:20])
+	if got := record(); len(got) != 0 {
+		t.Errorf("partial line counted: %v", got)
+	}
+	appendTo(line[20:])
+	if got := record(); !maps.Equal(got, map[string]int{"PF-002": 1}) {
+		t.Errorf("completed line: %v", got)
+	}
+
+	// Another session is tracked on its own.
+	if got, err := RecordTranscript(ctx, root, "sess-2", tr, now, time.Second); err != nil || got["ADR-001"] != 2 {
+		t.Errorf("other session: %v %v", got, err)
+	}
+
+	// A transcript replaced by a shorter one is scanned from the start.
+	os.WriteFile(tr, []byte(assistant("n1", "ADR-009")), 0o644)
+	if got := record(); !maps.Equal(got, map[string]int{"ADR-009": 1}) {
+		t.Errorf("replaced transcript: %v", got)
+	}
+	if got := cites(t, root); !maps.Equal(got, map[string]int{"ADR-001": 4, "PF-002": 4, "ADR-009": 1}) {
+		t.Errorf("usage %v", got)
+	}
+}
+
+func TestRecordTranscriptPrunesOldSessions(t *testing.T) {
+	root := t.TempDir()
+	tr := filepath.Join(t.TempDir(), "s.jsonl")
+	os.WriteFile(tr, []byte("ADR-001\n"), 0o644)
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := RecordTranscript(context.Background(), root, "old", tr, old, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RecordTranscript(context.Background(), root, "new", tr, old.Add(31*24*time.Hour), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	offs, err := readOffsets(filepath.Join(root, OffsetsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := offs.Sessions["old"]; ok || len(offs.Sessions) != 1 {
+		t.Errorf("sessions %v", offs.Sessions)
+	}
+}

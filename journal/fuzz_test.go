@@ -1,0 +1,100 @@
+package journal
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func FuzzParseEvent(f *testing.F) {
+	for _, s := range []string{
+		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}`,
+		`{"ts":"2026-03-01T12:00:00.123+02:00","target":"obs_x","kind":"outcome","value":0.38,"reason":"timeout"}`,
+		`{"ts":"x"}`, `not json`, `{}`, `{"ts":"2026-03-01T12:00:00Z","target":"a","kind":"k","value":"1"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		e, err := ParseEvent(line)
+		if err != nil {
+			return
+		}
+		b, err := MarshalEvent(e)
+		if err != nil {
+			t.Fatalf("parsed %q but cannot write it back: %v", line, err)
+		}
+		e2, err := ParseEvent(b)
+		if err != nil {
+			t.Fatalf("written line %s does not parse: %v", b, err)
+		}
+		if !e.TS.Equal(e2.TS) {
+			t.Fatalf("ts changed: %v → %v", e.TS, e2.TS)
+		}
+		e.TS = e2.TS
+		if !reflect.DeepEqual(e, e2) {
+			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, e2)
+		}
+	})
+}
+
+func FuzzParseOutcome(f *testing.F) {
+	for _, s := range []string{
+		`{"ts":"2026-03-01T12:00:00Z","run_id":"r1","success":true,"duration_ms":1200,"error_count":0,"retry_count":0,"cited":["ADR-001"],"score":1,"verdict":"helpful"}`,
+		`{"ts":"2026-03-01T12:00:00Z","run_id":"r1","success":false,"duration_ms":1e3,"error_count":3,"retry_count":2,"quality":0.5,"failure_type":"timeout","strategy":"s"}`,
+		`{"run_id":"r"}`, `[]`, `{"ts":"2026-03-01T12:00:00Z","run_id":"r","success":true,"duration_ms":-1,"retry_count":0}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		o, err := ParseOutcome(line)
+		if err != nil {
+			return
+		}
+		if o.DurationMS < 0 || o.RetryCount < 0 || o.ErrorCount < 0 || (o.QualitySet && (o.Quality < 0 || o.Quality > 1)) {
+			t.Fatalf("accepted out-of-range outcome %+v from %q", o, line)
+		}
+		b, err := MarshalOutcome(o)
+		if err != nil {
+			t.Fatalf("parsed %q but cannot write it back: %v", line, err)
+		}
+		o2, err := ParseOutcome(b)
+		if err != nil {
+			t.Fatalf("written line %s does not parse: %v", b, err)
+		}
+		if !o.TS.Equal(o2.TS) {
+			t.Fatalf("ts changed")
+		}
+		o.TS = o2.TS
+		if len(o.Cited) == 0 {
+			o.Cited, o2.Cited = nil, nil
+		}
+		o.ErrorCountSet = true // always written
+		if !reflect.DeepEqual(o, o2) {
+			t.Fatalf("round trip changed the outcome:\n%+v\n%+v", o, o2)
+		}
+	})
+}
+
+// The fast path must agree with encoding/json on every line it accepts.
+func FuzzParseEventFastAgrees(f *testing.F) {
+	for _, s := range []string{
+		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}`,
+		` { "ts" : "a" , "value" : -0.5e+3 } `, `{}`, `{"value":01}`, `{"value":1.}`, `{"ts":"\u00e9"}`,
+		`{"target":"a","target":"b"}`, `{"Target":"x"}`, `{"value":1e400}`, "{\"ts\":\"\xff\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, ok := parseEventFast(line, interner{})
+		if !ok {
+			return
+		}
+		var ref eventLine
+		if err := json.Unmarshal(line, &ref); err != nil {
+			t.Fatalf("fast path accepted %q, encoding/json rejects it: %v", line, err)
+		}
+		if !reflect.DeepEqual(fast, ref) {
+			t.Fatalf("%q: fast %+v, encoding/json %+v", line, fast, ref)
+		}
+	})
+}

@@ -1,0 +1,657 @@
+package watch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+const debounce = 100 * time.Millisecond
+
+// margin is what a loaded 2-core machine may add to the debounce window.
+const margin = 1500 * time.Millisecond
+
+func TestDeletionPenalisedWithinDebounce(t *testing.T) {
+	root := fixture(t, 3, 1)
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	if got := status(t, root, "obs_c0"); got != manifest.Created {
+		t.Fatalf("startup reconcile changed obs_c0 to %s", got)
+	}
+
+	removed := time.Now()
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	latency := time.Since(removed)
+	t.Logf("event-to-penalty latency %s (debounce %s)", latency, debounce)
+
+	o := obs(t, root, "obs_c0")
+	if o.Confidence != 0.27 || o.DeprecatedAt == "" {
+		t.Fatalf("obs_c0: confidence %v deprecated_at %q, want 0.27 and a time", o.Confidence, o.DeprecatedAt)
+	}
+	if _, ok := entry(t, root, "obs_c0"); ok {
+		t.Fatal("manifest entry of the deleted artifact kept")
+	}
+	if got := status(t, root, "obs_c1"); got != manifest.Created {
+		t.Fatalf("obs_c1 is %s", got)
+	}
+	// A skill deleted with its directory.
+	if err := os.RemoveAll(filepath.Dir(abs(root, skillRel(0)))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_s0 deprecated", func() bool { return status(t, root, "obs_s0") == manifest.Deprecated })
+
+	r.stop()
+	st, running, err := ReadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if running || st.StoppedAt == "" || st.Counters.Deletions != 2 || st.PID != os.Getpid() {
+		t.Fatalf("state after stop: running %v %+v", running, st)
+	}
+	checkFiles(t, root)
+}
+
+func TestAtomicSaveIsAnEdit(t *testing.T) {
+	root := fixture(t, 2, 0)
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	before, _ := entry(t, root, "obs_c0")
+
+	// VS Code / JetBrains "safe write": temp file, rename over.
+	path := abs(root, cmdRel(0))
+	tmp := filepath.Join(filepath.Dir(path), ".c0.md.swp")
+	if err := os.WriteFile(tmp, []byte("# command 0\n\nedited by a person\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	// vim without backupcopy: the original is renamed away, a new file
+	// written in its place.
+	path1 := abs(root, cmdRel(1))
+	if err := os.Rename(path1, path1+"~"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path1, []byte("# command 1\n\nvim edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(path1 + "~")
+
+	r.waitFor(debounce+margin, "both edits counted", func() bool { _, e := r.sum(); return e >= 2 })
+	for _, id := range []string{"obs_c0", "obs_c1"} {
+		o := obs(t, root, id)
+		if o.Status != manifest.Created || o.Confidence != 0.9 {
+			t.Fatalf("%s after an atomic save: status %s confidence %v", id, o.Status, o.Confidence)
+		}
+	}
+	after, ok := entry(t, root, "obs_c0")
+	if !ok || after.ContentHash == before.ContentHash {
+		t.Fatalf("manifest hash not updated: %v %q", ok, after.ContentHash)
+	}
+	if d, _ := r.sum(); d != 0 {
+		t.Fatalf("%d deletions counted for atomic saves", d)
+	}
+	checkFiles(t, root)
+}
+
+func TestDirectoryRemovedAndRecreated(t *testing.T) {
+	root := fixture(t, 5, 0)
+	r := start(t, root, Options{Debounce: 300 * time.Millisecond}, nil)
+	dir := manifest.PathsFor(root).Commands
+	keep, err := os.ReadFile(abs(root, cmdRel(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(abs(root, cmdRel(2)), keep, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(300*time.Millisecond+margin, "four deletions", func() bool { d, _ := r.sum(); return d >= 4 })
+	if n := r.quiet(time.Second); n != 0 {
+		t.Fatalf("%d more reconciles after the burst", n)
+	}
+	if d, _ := r.sum(); d != 4 {
+		t.Fatalf("%d deletions, want exactly 4", d)
+	}
+	for _, i := range []int{0, 1, 3, 4} {
+		o := obs(t, root, fmt.Sprintf("obs_c%d", i))
+		if o.Status != manifest.Deprecated || o.Confidence != 0.27 {
+			t.Fatalf("obs_c%d: %s %v, want deprecated 0.27 (penalised once)", i, o.Status, o.Confidence)
+		}
+	}
+	if got := status(t, root, "obs_c2"); got != manifest.Created {
+		t.Fatalf("recreated artifact's observation is %s", got)
+	}
+	// The re-created directory is watched again: a deletion there is seen.
+	if err := os.Remove(abs(root, cmdRel(2))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(300*time.Millisecond+margin, "obs_c2 deprecated", func() bool { return status(t, root, "obs_c2") == manifest.Deprecated })
+	checkFiles(t, root)
+}
+
+func TestMemoryMovedAwayAndBack(t *testing.T) {
+	root := fixture(t, 3, 0)
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	mem := manifest.PathsFor(root).Memory
+	aside := filepath.Join(root, "memory-aside") // same file system for rename
+	if err := os.Rename(mem, aside); err != nil {
+		t.Fatal(err)
+	}
+	// While .memory is away an artifact is deleted: no log, no penalty yet.
+	if err := os.Remove(abs(root, cmdRel(1))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "a reconcile without .memory", func() bool { return r.count.Load() >= 2 })
+	if _, err := os.Stat(mem); !os.IsNotExist(err) {
+		t.Fatalf("the watcher re-created .memory while it was away: %v", err)
+	}
+	if err := os.Rename(aside, mem); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_c1 deprecated once .memory is back", func() bool { return status(t, root, "obs_c1") == manifest.Deprecated })
+	// Watches were re-armed on the returned .memory and on the commands dir.
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	// An extractor rewriting the log in the returned .memory is seen.
+	before := r.count.Load()
+	l, _ := manifest.ReadLog(manifest.PathsFor(root).Log)
+	l.Find("obs_c2").Observations = 4
+	if err := manifest.WriteLog(manifest.PathsFor(root).Log, l); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "a reconcile for the log change", func() bool { return r.count.Load() > before })
+	checkFiles(t, root)
+}
+
+func TestBurstCoalesced(t *testing.T) {
+	const n, rounds = 500, 10 // 5,000 writes
+	root := fixture(t, n, 0)
+	r := start(t, root, Options{Debounce: 200 * time.Millisecond}, nil)
+	startCount := r.count.Load()
+	began := time.Now()
+	for round := range rounds {
+		for i := range n {
+			p := abs(root, cmdRel(i))
+			if round == rounds-1 && i%10 == 0 {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.WriteFile(p, fmt.Appendf(nil, "# command %d\n\nround %d\n", i, round), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	burst := time.Since(began)
+	// The final state: every tenth artifact deleted and penalised once,
+	// every other one an edit with the hash of its last content.
+	final := func() error {
+		m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+		if err != nil {
+			return err
+		}
+		if len(m.Entries) != n-n/10 {
+			return fmt.Errorf("%d manifest entries, want %d", len(m.Entries), n-n/10)
+		}
+		for _, e := range m.Entries {
+			b, err := os.ReadFile(abs(root, e.Path))
+			if err != nil || manifest.Hash(b) != e.ContentHash {
+				return fmt.Errorf("entry %s: hash not the final content (%v)", e.Path, err)
+			}
+		}
+		all := observations(t, root)
+		for i := range n {
+			o := all[fmt.Sprintf("obs_c%d", i)]
+			want, conf := manifest.Created, 0.9
+			if i%10 == 0 {
+				want, conf = manifest.Deprecated, 0.27
+			}
+			if o.Status != want || o.Confidence != conf {
+				return fmt.Errorf("%s: %s %v, want %s %v", o.ID, o.Status, o.Confidence, want, conf)
+			}
+		}
+		return nil
+	}
+	r.waitFor(20*time.Second, "final state", func() bool {
+		time.Sleep(50 * time.Millisecond) // the check reads everything: do not starve the watcher
+		return final() == nil
+	})
+	// Events of the burst's last writes may still be in the debounce window
+	// (or the kernel queue, on a loaded machine) when the final state is
+	// reached: at most one more reconcile, which finds nothing; after that,
+	// silence (its own writes trigger nothing).
+	if q := r.quiet(time.Second); q > 1 {
+		t.Fatalf("%d reconciles after the burst settled, want at most 1 trailing", q)
+	}
+	if q := r.quiet(time.Second); q != 0 {
+		t.Fatalf("%d reconciles after the trailing one: a self-triggered loop?", q)
+	}
+	if err := final(); err != nil {
+		t.Fatal(err)
+	}
+	reconciles := r.count.Load() - startCount
+	t.Logf("%d file events (%d artifacts x %d rounds) in %s -> %d reconciles", n*rounds, n, rounds, burst.Round(time.Millisecond), reconciles)
+	// One per max_delay (2 s) of burst, plus the final one, plus slack for
+	// reconciles that themselves take long on a loaded machine.
+	if limit := int64(burst/DefaultMaxDelay) + 4; reconciles > limit || reconciles < 1 {
+		t.Fatalf("%d reconciles for one burst of %s, want 1..%d", reconciles, burst, limit)
+	}
+	checkFiles(t, root)
+}
+
+func TestOverflowRunsFullReconcile(t *testing.T) {
+	root := fixture(t, 3, 0)
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	// Lose the watch on the commands directory, then delete an artifact:
+	// no event arrives, as when the kernel queue overflowed.
+	dir := manifest.PathsFor(root).Commands
+	if err := r.w.fsw.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.quiet(3 * debounce); n != 0 {
+		t.Fatalf("%d reconciles without events", n)
+	}
+	if got := status(t, root, "obs_c0"); got != manifest.Created {
+		t.Fatalf("obs_c0 is %s before the overflow", got)
+	}
+	r.w.injectError(fsnotify.ErrEventOverflow)
+	r.waitFor(debounce+margin, "obs_c0 deprecated after the overflow", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	// The lost watch was re-armed.
+	if err := os.Remove(abs(root, cmdRel(1))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_c1 deprecated", func() bool { return status(t, root, "obs_c1") == manifest.Deprecated })
+	r.waitFor(time.Second, "state with one overflow", func() bool {
+		st, _, err := ReadState(root)
+		return err == nil && st.Counters.Overflows == 1
+	})
+}
+
+func TestNoSelfTriggeredLoop(t *testing.T) {
+	root := fixture(t, 3, 0)
+	// One ready observation: with watch.render the watcher renders it,
+	// writing an artifact, the log and the manifest.
+	p := manifest.PathsFor(root)
+	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"id":"obs_ready","type":"workflow","pattern":"run the linter before pushing","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e1"],"details":"lint first","quality_ok":true}`)
+	f.Close()
+	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("watch:\n  render: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	if got := status(t, root, "obs_ready"); got != manifest.Created {
+		t.Fatalf("obs_ready not rendered at startup: %s", got)
+	}
+	if n := r.quiet(10 * debounce); n != 0 {
+		t.Fatalf("%d reconciles after the startup render: the watcher triggers itself", n)
+	}
+	// One change (a deletion: reconcile writes the log and the manifest),
+	// then silence.
+	before := r.count.Load()
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "the deletion reconciled", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	if n := r.quiet(10 * debounce); n != 0 {
+		t.Fatalf("%d reconciles after one change settled", n)
+	}
+	if got := r.count.Load() - before; got != 1 {
+		t.Fatalf("one change caused %d reconciles, want 1", got)
+	}
+	if r.w.ticker != nil {
+		t.Fatal("a ticker runs while idle")
+	}
+}
+
+func TestSecondWatcherRefused(t *testing.T) {
+	root := fixture(t, 1, 0)
+	start(t, root, Options{Debounce: debounce}, nil)
+	err := Run(context.Background(), root, Options{})
+	var re *RunningError
+	if !errors.As(err, &re) || re.PID != os.Getpid() {
+		t.Fatalf("second watcher: %v, want a RunningError naming pid %d", err, os.Getpid())
+	}
+	if !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("message does not name the pid: %v", err)
+	}
+	if _, running, _ := ReadState(root); !running {
+		t.Fatal("ReadState: not running")
+	}
+}
+
+func TestStalePIDFileTakenOver(t *testing.T) {
+	root := fixture(t, 1, 0)
+	// A watcher that was killed: its pid is dead, its file still there.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true(1):", err)
+	}
+	dead := cmd.Process.Pid
+	pidPath := filepath.Join(manifest.PathsFor(root).Memory, pidFile)
+	if err := os.WriteFile(pidPath, []byte(strconv.Itoa(dead)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, running, _ := ReadState(root); running {
+		t.Fatal("ReadState: a dead pid counts as running")
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	if pid, _ := readPID(pidPath); pid != os.Getpid() {
+		t.Fatalf("pid file holds %d", pid)
+	}
+	r.stop()
+	if _, err := os.Stat(pidPath); !os.IsNotExist(err) {
+		t.Fatalf("pid file left after a clean stop: %v", err)
+	}
+}
+
+func TestWatchLimitFallsBackToRescans(t *testing.T) {
+	root := fixture(t, 2, 2)
+	cfg := "watch:\n  rescan: 300ms\n"
+	if err := os.WriteFile(filepath.Join(manifest.PathsFor(root).Memory, "learnwatch.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	full := true
+	var mu sync.Mutex
+	r := start(t, root, Options{Debounce: debounce, Log: slog.New(slog.NewTextHandler(&logs, nil))}, func(w *watcher) {
+		w.add = func(p string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if full && strings.Contains(p, ".claude") {
+				return fmt.Errorf("inotify_add_watch %s: %w", p, syscall.ENOSPC)
+			}
+			return w.fsw.Add(p)
+		}
+	})
+	st, _, err := ReadState(root)
+	if err != nil || !st.WatchLimitHit || st.Unwatched == 0 || !strings.Contains(st.LimitError, "no space left") {
+		t.Fatalf("state does not show the limit: %v %+v", err, st)
+	}
+	if !strings.Contains(logs.String(), "inotify limit reached") {
+		t.Fatalf("no clear log line:\n%s", logs.String())
+	}
+	// The commands directory is unwatched; the periodic rescan finds the
+	// deletion anyway.
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(300*time.Millisecond+margin, "obs_c0 deprecated by a rescan", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	// Watches freed: the next re-arm gets them all and rescans stop.
+	mu.Lock()
+	full = false
+	mu.Unlock()
+	r.waitFor(300*time.Millisecond+margin, "limit cleared", func() bool {
+		st, _, _ := ReadState(root)
+		return !st.WatchLimitHit && st.LimitError == ""
+	})
+	if n := r.quiet(4 * 300 * time.Millisecond); n != 0 {
+		t.Fatalf("%d reconciles while idle after the limit cleared", n)
+	}
+}
+
+func TestLockContentionRetries(t *testing.T) {
+	root := fixture(t, 2, 0)
+	p := manifest.PathsFor(root)
+	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("lock:\n  timeout: 200ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	// Another tool takes the lock the way devflow's hooks do.
+	if err := os.Mkdir(p.LearningLock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(5*time.Second, "a lock timeout", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, err := range r.errs {
+			if errors.Is(err, manifest.ErrLockTimeout) {
+				return true
+			}
+		}
+		return false
+	})
+	if got := status(t, root, "obs_c0"); got != manifest.Created {
+		t.Fatalf("reconciled without the lock: %s", got)
+	}
+	if err := os.Remove(p.LearningLock); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(5*time.Second, "obs_c0 deprecated after the lock was freed", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	st, _, err := ReadState(root)
+	if err != nil || st.Counters.Errors == 0 || st.LastError != "" {
+		t.Fatalf("state: %v %+v", err, st)
+	}
+	checkFiles(t, root)
+}
+
+func TestCancelMidBurstFinishesCleanly(t *testing.T) {
+	root := fixture(t, 300, 0)
+	r := start(t, root, Options{Debounce: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond}, nil)
+	for i := range 3000 {
+		p := abs(root, cmdRel(i%300))
+		if i%7 == 0 {
+			os.Remove(p)
+		} else if err := os.WriteFile(p, fmt.Appendf(nil, "x %d\n", i), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1500 {
+			r.waitFor(5*time.Second, "a reconcile mid-burst", func() bool { return r.count.Load() >= 2 })
+			r.cancel()
+		}
+	}
+	r.stop()
+	checkFiles(t, root)
+	st, running, err := ReadState(root)
+	if err != nil || running || st.StoppedAt == "" {
+		t.Fatalf("state after cancel: %v running %v %+v", err, running, st)
+	}
+}
+
+func TestReloadConfig(t *testing.T) {
+	root := fixture(t, 1, 0)
+	var logs syncBuffer
+	reload := make(chan struct{})
+	r := start(t, root, Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), Reload: reload}, nil)
+	if err := os.WriteFile(filepath.Join(manifest.PathsFor(root).Memory, "learnwatch.yaml"), []byte("watch:\n  debounce: 75ms\n  render: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reload <- struct{}{}
+	r.waitFor(5*time.Second, "reload logged", func() bool {
+		return strings.Contains(logs.String(), "config reloaded") && strings.Contains(logs.String(), "debounce=75ms")
+	})
+	// A broken config keeps the old settings.
+	if err := os.WriteFile(filepath.Join(manifest.PathsFor(root).Memory, "learnwatch.yaml"), []byte("watch: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reload <- struct{}{}
+	r.waitFor(5*time.Second, "reload failure logged", func() bool { return strings.Contains(logs.String(), "keeping the old settings") })
+}
+
+func TestIgnoredNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		".learning-log.jsonl.tmp-0a1b2c": true, ".learning.lock": true, ".knowledge.lock": true,
+		".learning.lock.stale-abcd": true, ".watch.pid": true, ".watch-state.json": true,
+		".learning-manifest.json.corrupt-20260101T000000Z": true,
+		"learning-log.jsonl": false, "c0.md": false, "SKILL.md": false, ".c0.md.swp": false,
+	} {
+		if got := ignoredName(name); got != want {
+			t.Errorf("ignoredName(%q) = %v", name, got)
+		}
+	}
+}
+
+func TestTargetsRefuseOutsideRoot(t *testing.T) {
+	root := fixture(t, 1, 1)
+	outside := t.TempDir()
+	p := manifest.PathsFor(root)
+	m, _, _ := manifest.ReadManifest(p.Manifest)
+	m.Entries = append(m.Entries,
+		manifest.Entry{ObservationID: "obs_out", Type: "workflow", Path: filepath.Join(outside, "x.md"), ContentHash: "sha256:00"},
+		manifest.Entry{ObservationID: "obs_dots", Type: "workflow", Path: "../x/y.md", ContentHash: "sha256:00"},
+		manifest.Entry{ObservationID: "obs_k", Type: "decision", Path: ".memory/knowledge/decisions.md", AnchorID: "ADR-001"})
+	if err := os.Symlink(outside, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	m.Entries = append(m.Entries, manifest.Entry{ObservationID: "obs_link", Type: "workflow", Path: "link/z.md"})
+	if err := manifest.WriteManifest(p.Manifest, m); err != nil {
+		t.Fatal(err)
+	}
+	w := newWatcher(root, Options{})
+	tg := w.computeTargets()
+	for d := range tg.dirs {
+		if !w.inside(d) || strings.HasPrefix(d, filepath.Join(root, "link")) {
+			t.Errorf("watches %s", d)
+		}
+	}
+	for _, want := range []string{root, filepath.Join(root, ".claude"), p.Commands, p.Skills, filepath.Dir(abs(root, skillRel(0))),
+		p.Memory, filepath.Join(p.Memory, "inbox"), filepath.Dir(p.Decisions)} {
+		if !tg.dirs[want] {
+			t.Errorf("does not watch %s", want)
+		}
+	}
+	if !tg.files[abs(root, cmdRel(0))] || !tg.files[p.Log] || !tg.files[p.Decisions] {
+		t.Errorf("files: %v", tg.files)
+	}
+	if len(tg.dirs) != 9 { // root .claude commands self-learning skills s0 .memory inbox knowledge
+		t.Errorf("%d dirs: %v", len(tg.dirs), tg.dirs)
+	}
+
+	// .claude itself a symlink out of the repository: nothing below it is
+	// watched.
+	root2 := fixture(t, 1, 0)
+	if err := os.Rename(filepath.Join(root2, ".claude"), filepath.Join(outside, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "claude"), filepath.Join(root2, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	w2 := newWatcher(root2, Options{})
+	for d := range w2.computeTargets().dirs {
+		if strings.HasPrefix(d, filepath.Join(root2, ".claude")) {
+			t.Errorf("watches %s through a symlink out of the root", d)
+		}
+	}
+}
+
+func TestScheduleCapsDelay(t *testing.T) {
+	w := newWatcher(t.TempDir(), Options{Debounce: 100 * time.Millisecond, MaxDelay: 300 * time.Millisecond})
+	if err := w.loadSettings(); err != nil {
+		t.Fatal(err)
+	}
+	w.timer = time.NewTimer(time.Hour)
+	defer w.timer.Stop()
+	// A steady stream of events every 50 ms must not push the reconcile
+	// past max_delay.
+	first := time.Now()
+	fired := time.Time{}
+	for time.Since(first) < 2*time.Second && fired.IsZero() {
+		w.markPending("event", false)
+		select {
+		case <-w.timer.C:
+			fired = time.Now()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if fired.IsZero() || fired.Sub(first) > 300*time.Millisecond+margin {
+		t.Fatalf("fired after %s with max_delay 300ms", fired.Sub(first))
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestKnowledgeFileRewrittenByAnotherTool(t *testing.T) {
+	root := fixture(t, 1, 0)
+	p := manifest.PathsFor(root)
+	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"id":"obs_adr","type":"decision","pattern":"use postgres for storage","confidence":0.9,"observations":2,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e"],"details":"context: we need a database; decision: postgres; rationale: the team knows it","quality_ok":true}`)
+	f.Close()
+	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("watch:\n  render: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	if got := status(t, root, "obs_adr"); got != manifest.Created {
+		t.Fatalf("decision not rendered at startup: %s", got)
+	}
+	b, err := os.ReadFile(p.Decisions)
+	if err != nil || !strings.Contains(string(b), "## ADR-001") {
+		t.Fatalf("decisions.md: %v\n%s", err, b)
+	}
+	// Another tool rewrites the file without the entry (atomically, as our
+	// own writes do): the anchor is gone, a deletion.
+	head, _, _ := strings.Cut(string(b), "## ADR-001")
+	if err := manifest.WriteFile(p.Decisions, []byte(head), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_adr deprecated", func() bool { return status(t, root, "obs_adr") == manifest.Deprecated })
+	if o := obs(t, root, "obs_adr"); o.Confidence != 0.27 {
+		t.Fatalf("confidence %v", o.Confidence)
+	}
+	if n := r.quiet(5 * debounce); n != 0 {
+		t.Fatalf("%d reconciles after the knowledge change settled", n)
+	}
+}
+
+func TestPollCatchesWhatInotifyMisses(t *testing.T) {
+	root := fixture(t, 2, 0)
+	r := start(t, root, Options{Debounce: debounce, Poll: 200 * time.Millisecond}, nil)
+	// A file system that delivers no events: drop the watch by hand.
+	if err := r.w.fsw.Remove(manifest.PathsFor(root).Commands); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(200*time.Millisecond+margin, "obs_c0 deprecated by a poll", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+}
