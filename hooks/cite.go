@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/learnwatch/learnwatch/inbox"
 	"io"
 	"io/fs"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 

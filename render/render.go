@@ -11,12 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/learnwatch/learnwatch/inbox"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"

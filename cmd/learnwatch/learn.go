@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/learnwatch/learnwatch/inbox"
 	"io"
 	"maps"
 	"math"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 )
