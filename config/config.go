@@ -95,7 +95,19 @@ type Learn struct {
 // Lock configures lock waiting.
 type Lock struct {
 	Timeout Duration `yaml:"timeout"`
+	// QueueAfter is how long a command that only adds facts (observe)
+	// waits for the lock before it queues its input in the inbox instead.
+	QueueAfter Duration `yaml:"queue_after"`
+	// HookTimeout bounds a hook's wait for the lock (never above Timeout).
+	HookTimeout Duration `yaml:"hook_timeout"`
 }
+
+// Default lock waits.
+const (
+	DefaultLockTimeout = 10 * time.Second
+	DefaultQueueAfter  = 2 * time.Second
+	DefaultHookTimeout = 3 * time.Second
+)
 
 // Duration is a time.Duration written as "200ms", "5s" in YAML.
 type Duration struct{ time.Duration }
@@ -130,7 +142,7 @@ func Default() Config {
 		Watch:     Watch{Debounce: Duration{200 * time.Millisecond}, Rescan: Duration{30 * time.Second}},
 		Index:     Index{Budget: 800},
 		Learn:     Learn{HighConfidenceRoles: append([]string(nil), DefaultHighConfidenceRoles...), Engine: DefaultEngine()},
-		Lock:      Lock{Timeout: Duration{10 * time.Second}},
+		Lock:      Lock{Timeout: Duration{DefaultLockTimeout}, QueueAfter: Duration{DefaultQueueAfter}, HookTimeout: Duration{DefaultHookTimeout}},
 	}
 }
 
@@ -166,7 +178,13 @@ func Load(root string) (Config, error) {
 		c.Index.Budget = 800
 	}
 	if c.Lock.Timeout.Duration <= 0 {
-		c.Lock.Timeout.Duration = 10 * time.Second
+		c.Lock.Timeout.Duration = DefaultLockTimeout
+	}
+	if c.Lock.QueueAfter.Duration <= 0 {
+		c.Lock.QueueAfter.Duration = DefaultQueueAfter
+	}
+	if c.Lock.HookTimeout.Duration <= 0 {
+		c.Lock.HookTimeout.Duration = DefaultHookTimeout
 	}
 	if c.Staleness.RenameDepth <= 0 {
 		c.Staleness.RenameDepth = DefaultRenameDepth

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -62,6 +64,11 @@ type Options struct {
 	// rebase would then refuse to run). The explicit reconcile command sets
 	// it; hooks and the watcher do not.
 	MarkTracked bool
+	// Feedback records the learning signals (res.Events) in feedback.jsonl
+	// under the lock, exactly once across a crash (journal/pass.go); kept
+	// events only when Session is set, at most once per UTC day.
+	Feedback bool
+	Session  bool
 }
 
 // Result counts what a reconcile found and did.
@@ -116,6 +123,11 @@ type Result struct {
 	Events []learn.Event `json:"-"`
 	// Wrote lists the absolute paths this run wrote.
 	Wrote []string `json:"-"`
+	// Inbox is what the drain of the inbox did before the pass.
+	Inbox inbox.Result `json:"inbox,omitzero"`
+	// Recorded counts the feedback events this pass appended
+	// (Options.Feedback).
+	Recorded int `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -694,15 +706,27 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	}
 	p := manifest.PathsFor(root)
 	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
-		return Result{}, nil
+		if !inbox.Pending(root) {
+			return Result{}, nil
+		} // else: the drain below creates the log
 	} else if err != nil {
 		return Result{}, err
 	}
-	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lock.Release()
+	res, err := reconcileLocked(ctx, root, p, opts)
+	res.Inbox = drained
+	if drained.Drained+drained.Completed > 0 {
+		res.Wrote = append(res.Wrote, p.Log) // the drain's write: no event to react to
+	}
+	return res, err
+}
+
+// reconcileLocked is Reconcile under the learning lock, the inbox drained.
+func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
 	st, err := Load(root)
 	if err != nil {
 		return Result{}, err
@@ -733,8 +757,30 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		}
 		res.Stale = n
 	}
+	var pass *journal.Pass
+	if opts.Feedback {
+		evs, kept := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
+		sum := ""
+		if manifestDue(st, manifestBefore) {
+			if b, err := st.Manifest.Encode(); err == nil {
+				sum = journal.ManifestSum(b)
+			}
+		}
+		if pass, err = journal.Prepare(root, evs, kept, sum, opts.Now); err != nil {
+			return res, fmt.Errorf("record feedback: %w", err)
+		}
+	}
 	if err := write(st, p, manifestBefore, usageBefore, &res); err != nil {
 		return res, err
+	}
+	if pass != nil {
+		// The manifest holding the pass's record is written: a failure
+		// here is completed by the next pass.
+		if err := journal.Commit(root, pass); err != nil {
+			res.Problems = append(res.Problems, "feedback not recorded yet (the next reconcile records it): "+err.Error())
+		} else {
+			res.Recorded = len(pass.Events)
+		}
 	}
 	if opts.Render {
 		rr, wrote, err := renderAfter(ctx, st, p, opts)
@@ -762,8 +808,7 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 			return err
 		}
 	}
-	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
-	if st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0) {
+	if manifestDue(st, manifestBefore) {
 		if err := manifest.WriteManifest(p.Manifest, st.Manifest); err != nil {
 			return err
 		}
@@ -784,6 +829,13 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 		res.Wrote = append(res.Wrote, p.Usage)
 	}
 	return nil
+}
+
+// manifestDue reports whether reconcile writes the manifest: it did not
+// parse, or its entries changed.
+func manifestDue(st *State, manifestBefore []manifest.Entry) bool {
+	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
+	return st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0)
 }
 
 // keepCorrupt copies a file that did not parse to <path>.corrupt-<time>

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
 )
@@ -309,7 +310,8 @@ func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*
 	if err := safefs.MkdirAll(p.Memory); err != nil {
 		return nil, fmt.Errorf("create %s: %w", p.Memory, err)
 	}
-	return manifest.AcquireLock(ctx, p.LearningLock, timeout)
+	lock, _, err := inbox.Lock(ctx, filepath.Dir(p.Memory), timeout)
+	return lock, err
 }
 
 func readOffsets(path string) (*offsets, error) {

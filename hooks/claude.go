@@ -71,8 +71,8 @@ type settings struct {
 	// compact: the file was written on one line; it is written back so.
 	compact bool
 	perm    os.FileMode
-	top    *object
-	hooks  *object
+	top     *object
+	hooks   *object
 }
 
 func loadSettings(root string) (*settings, error) {

@@ -64,6 +64,8 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			bit = 128
 		case "role":
 			bit, dst = 256, &l.Role
+		case "pass":
+			bit, dst = 512, &l.Pass
 		default:
 			return l, false
 		}

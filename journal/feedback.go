@@ -22,12 +22,19 @@ type eventLine struct {
 	Retries *float64 `json:"retries,omitempty"`
 	// Role is the validator role of a verdict event.
 	Role string `json:"role,omitempty"`
+	// Pass is the id of the reconcile that recorded the event (pass.go).
+	Pass string `json:"pass,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
 // {"ts","target","kind","value","source"} plus "type", "reason", "retries"
 // and "role" when set.
 func MarshalEvent(e learn.Event) ([]byte, error) {
+	return marshalEventPass(e, "")
+}
+
+// marshalEventPass is MarshalEvent with the id of the pass that records e.
+func marshalEventPass(e learn.Event, pass string) ([]byte, error) {
 	if e.Target == "" || e.Kind == "" || e.TS.IsZero() {
 		return nil, fmt.Errorf("feedback event needs ts, target and kind: %+v", e)
 	}
@@ -35,7 +42,7 @@ func MarshalEvent(e learn.Event) ([]byte, error) {
 		return nil, fmt.Errorf("feedback event %s/%s: value %v is not a number", e.Target, e.Kind, e.Value)
 	}
 	v := e.Value
-	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role}
+	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role, Pass: pass}
 	if e.Retries > 0 {
 		r := float64(e.Retries)
 		l.Retries = &r

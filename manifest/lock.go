@@ -76,7 +76,27 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	delay := time.Millisecond
+	// Waiters queue (lockqueue.go): a writer tries mkdir only when no one
+	// is waiting or its ticket is the oldest.
+	var t *ticket
+	defer func() { t.leave() }()
 	for {
+		if t == nil && !queueEmpty(path) {
+			t = takeTicket(path)
+		}
+		if !t.first() {
+			if time.Now().After(deadline) {
+				mu.Unlock()
+				return nil, fmt.Errorf("lock %s: %w after %s (waiting in line behind other writers)", path, ErrLockTimeout, timeout)
+			}
+			select {
+			case <-ctx.Done():
+				mu.Unlock()
+				return nil, ctx.Err()
+			case <-time.After(jitter(10 * time.Millisecond)):
+			}
+			continue
+		}
 		err := os.Mkdir(path, 0o755)
 		if err == nil {
 			break
@@ -84,6 +104,9 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 		if !os.IsExist(err) {
 			mu.Unlock()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if t == nil {
+			t = takeTicket(path)
 		}
 		fi, serr := os.Lstat(path)
 		if serr == nil && !fi.IsDir() {
@@ -110,9 +133,10 @@ func AcquireLock(ctx context.Context, path string, timeout time.Duration) (*Lock
 		case <-ctx.Done():
 			mu.Unlock()
 			return nil, ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(jitter(delay)):
 		}
-		if delay < 50*time.Millisecond {
+		// The head of the queue polls often: it is next.
+		if delay < 10*time.Millisecond {
 			delay *= 2
 		}
 	}

@@ -87,7 +87,7 @@ var knownKeySet = func() map[string]bool {
 // Extra returns the raw value of a field learnwatch does not know.
 func (o *Observation) Extra(key string) (json.RawMessage, bool) {
 	if v, ok := o.set[key]; ok {
-		return v, true
+		return v, len(v) > 0
 	}
 	if knownKeySet[key] || o.raw == nil {
 		return nil, false
@@ -112,6 +112,19 @@ func (o *Observation) SetExtra(key string, v json.RawMessage) {
 		o.setOrder = append(o.setOrder, key)
 	}
 	o.set[key] = append(json.RawMessage(nil), v...)
+}
+
+// DeleteExtra removes a field learnwatch does not model (recorded as an
+// empty value in set, which MarshalJSON leaves out).
+func (o *Observation) DeleteExtra(key string) {
+	if knownKeySet[key] {
+		return
+	}
+	if _, ok := o.Extra(key); !ok {
+		return
+	}
+	o.SetExtra(key, nil)
+	o.set[key] = json.RawMessage{}
 }
 
 // Clone returns a deep copy.
@@ -206,7 +219,7 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 	buf.WriteByte('{')
 	seen := map[string]bool{}
 	write := func(k string, v json.RawMessage) {
-		if len(seen) > 0 {
+		if buf.Len() > 1 {
 			buf.WriteByte(',')
 		}
 		seen[k] = true
@@ -222,6 +235,10 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 		if v, ok := tv[k]; ok {
 			write(k, v)
 		} else if v, ok := o.set[k]; ok {
+			if len(v) == 0 {
+				seen[k] = true // deleted (DeleteExtra)
+				continue
+			}
 			write(k, v)
 		} else if !knownKeySet[k] {
 			write(k, rawVals[k])
@@ -233,7 +250,7 @@ func (o Observation) MarshalJSON() ([]byte, error) {
 		}
 	}
 	for _, k := range o.setOrder {
-		if !seen[k] {
+		if !seen[k] && len(o.set[k]) > 0 {
 			write(k, o.set[k])
 		}
 	}

@@ -79,7 +79,87 @@ func scenarios() []scenario {
 			{c: call{args: []string{"render"}, now: day(23)}},
 			{c: call{args: []string{"reconcile"}, now: day(23)}},
 		},
-		check: func(root, _ string) []string { return templateChecks(root) },
+		check: func(root, _ string) []string {
+			// The pending deletion and edit of the template are learning
+			// signals: each in feedback.jsonl exactly once, whatever step
+			// of a reconcile was killed.
+			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
+			return append(probs, templateChecks(root)...)
+		},
+	}
+	// inbox: another tool holds the lock (55 s old: stale, and taken over,
+	// 5 s later); two observes queue their input in the inbox; reconcile
+	// waits for the lock, drains both items and reconciles; render and
+	// observe follow.
+	inboxSc := scenario{
+		name: "inbox",
+		setup: func(t testing.TB, root string) {
+			writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "lock:\n  queue_after: 50ms\n")
+			lock := manifest.PathsFor(root).LearningLock
+			if err := os.Mkdir(lock, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			aged := time.Now().Add(-55 * time.Second)
+			if err := os.Chtimes(lock, aged, aged); err != nil {
+				t.Fatal(err)
+			}
+		},
+		steps: []step{
+			{c: call{args: []string{"observe"}, now: day(20), stdin: batch(
+				obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", "context: hooks; decision: inbox; rationale: nothing lost"),
+				sight("obs_o_de"))},
+				adds: map[string]int{"obs_q_de1": 1, "obs_o_de": 1}},
+			{c: call{args: []string{"observe"}, now: day(20), stdin: batch(
+				obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""),
+				sight("obs_o_wf", "queued"))},
+				adds: map[string]int{"obs_q_de1": 1, "obs_o_wf": 1}},
+			{c: call{args: []string{"outcome", "record"}, now: day(20),
+				stdin: `{"run_id":"rq1","success":true,"duration_ms":1000,"retry_count":0,"cited":["ADR-001"]}`}},
+			{c: call{args: []string{"verdict", "record"}, now: day(20),
+				stdin: `{"run_id":"vq1","verdict":"PASS","role":"qa","evidence_level":1,"cited":["ADR-001"]}`}},
+			{c: call{args: []string{"reconcile"}, now: day(21)}},
+			{c: call{args: []string{"render"}, now: day(21)}},
+			{c: call{args: []string{"observe"}, now: day(22), stdin: batch(obsJSON("obs_q_de1", "decision", "Queue writes when the lock is busy", ""))},
+				adds: map[string]int{"obs_q_de1": 1}},
+		},
+		check: func(root, _ string) []string {
+			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
+			// The queued outcome and verdict: recorded exactly once.
+			mem := filepath.Join(root, ".memory")
+			outs, _ := os.ReadFile(filepath.Join(mem, "outcomes.jsonl"))
+			fb, _ := os.ReadFile(filepath.Join(mem, "feedback.jsonl"))
+			for what, n := range map[string]int{
+				"outcome rq1":          strings.Count(string(outs), `"run_id":"rq1"`),
+				"outcome rq1 feedback": strings.Count(string(fb), `"source":"outcome:rq1"`),
+			} {
+				if n != 1 {
+					probs = append(probs, fmt.Sprintf("%s: %d lines, want 1", what, n))
+				}
+			}
+			// A PASS verdict cites ADR-001 and ages every other entry one
+			// step: each of its events (target, kind) exactly once.
+			perEvent := map[string]int{}
+			for _, line := range strings.Split(string(fb), "\n") {
+				if !strings.Contains(line, `"source":"verdict:vq1"`) {
+					continue
+				}
+				var ev struct{ Target, Kind string }
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					probs = append(probs, fmt.Sprintf("verdict vq1 feedback line does not parse: %v", err))
+					continue
+				}
+				perEvent[ev.Target+" "+ev.Kind]++
+			}
+			if perEvent["ADR-001 cited"] != 1 {
+				probs = append(probs, fmt.Sprintf("verdict vq1: ADR-001 cited %d times, want 1", perEvent["ADR-001 cited"]))
+			}
+			for ev, n := range perEvent {
+				if n != 1 {
+					probs = append(probs, fmt.Sprintf("verdict vq1: event %s recorded %d times, want 1", ev, n))
+				}
+			}
+			return append(probs, templateChecks(root)...)
+		},
 	}
 	corruptManifest := scenario{
 		name: "corrupt-manifest",
@@ -180,7 +260,7 @@ func scenarios() []scenario {
 		},
 		steps: []step{{watch: true, c: call{now: day(20)}}},
 		check: func(root, _ string) []string {
-			var probs []string
+			probs := signalsOnce(root, map[string]int{"deleted PF-001": 1})
 			if readObs(root)["obs_pf_a"].Status != "deprecated" {
 				probs = append(probs, "the watcher did not penalise the deleted PF-001")
 			}
@@ -216,7 +296,27 @@ func scenarios() []scenario {
 			return probs
 		},
 	}
-	return []scenario{core, corruptManifest, purge, clear, learning, watch, hooksInstall}
+	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall}
+}
+
+// signalsOnce checks that feedback.jsonl holds each "kind target" event
+// exactly want times.
+func signalsOnce(root string, want map[string]int) []string {
+	got := map[string]int{}
+	data, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct{ Kind, Target string }
+		if json.Unmarshal([]byte(line), &e) == nil {
+			got[e.Kind+" "+e.Target]++
+		}
+	}
+	var probs []string
+	for k, n := range want {
+		if got[k] != n {
+			probs = append(probs, fmt.Sprintf("feedback.jsonl has %d %q event(s), want %d (a learning signal lost or doubled by a crash)", got[k], k, n))
+		}
+	}
+	return probs
 }
 
 // stdinFor fills inputs that depend on the repository path.
@@ -645,6 +745,7 @@ var randomPoints = []string{
 	"write:learning-log.jsonl", "write:.learning-manifest.json", "write:.knowledge-usage.json",
 	"write:decisions.md", "write:pitfalls.md", "write:SKILL.md", "append:feedback.jsonl",
 	"write:*=enospc", "write:learning-log.jsonl=enospc", "render:*=error",
+	"inbox:*", "write:item-*", "write:.feedback-pass.json", "reconcile:after-feedback",
 }
 
 // TestReliabilityRandomKills runs seeded random command sequences
@@ -774,11 +875,16 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 		}
 		return sight(id, ev)
 	}
+	// The inbox on: observe queues after 50 ms; a third of the observes run
+	// while another tool holds the lock, so their input is queued and a
+	// later pass drains it.
+	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "lock:\n  queue_after: 50ms\n")
 	nOps := 4 + rng.IntN(8)
 	clock := 20
 	for op := 0; op < nOps; op++ {
 		clock += 1 + rng.IntN(2)
 		var c call
+		foreign := false // another tool holds the lock while c runs
 		adds := map[string]int{}
 		switch k := rng.IntN(100); {
 		case k < 40:
@@ -789,6 +895,7 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 				adds[id]++
 			}
 			c = call{args: []string{"observe"}, stdin: batch(lines...)}
+			foreign = rng.IntN(3) == 0
 		case k < 60:
 			c = args("render")
 		case k < 78:
@@ -816,9 +923,14 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 		if armed {
 			c.env = env
 		}
+		lock := manifest.PathsFor(root).LearningLock
+		held := foreign && os.Mkdir(lock, 0o755) == nil
 		r := run(t, root, c)
+		if held {
+			os.Remove(lock)
+		}
 		procs++
-		log = append(log, fmt.Sprintf("%v armed=%v → exit %d killed=%v", c.args, armed, r.code, r.killed))
+		log = append(log, fmt.Sprintf("%v armed=%v foreign-lock=%v → exit %d killed=%v", c.args, armed, held, r.code, r.killed))
 		switch {
 		case r.timedOut:
 			t.Fatalf("did not finish: %s", r)

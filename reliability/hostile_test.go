@@ -167,7 +167,7 @@ func TestReliabilityHostileInput(t *testing.T) {
 			c: call{args: []string{"observe"}, stdin: "hello\n"}, code: 2, stderr: `stdin: line 1`, same: []string{"*"}},
 		{name: "stdin/wrong-field-type", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
 			c:    call{args: []string{"observe", "--json"}, stdin: `{"id":"obs_x","type":"decision","pattern":"X","confidence":"high"}`},
-			code: 2, stderr: `obs_x: field confidence`, stdout: `"skipped":1`, same: []string{"*"}},
+			code: 2, stderr: `obs_x: field confidence`, stdout: `"skipped":1`, same: []string{"*"}}, // every observation skipped: exit 2
 		{name: "stdin/10MB-line", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
 			c: call{args: []string{"observe", "--json"}, stdin: obsJSON("obs_big", "decision", "Big", tenMB)}, stdout: `"created":1`},
 		{name: "manifest/not-json/render", setup: func(t *testing.T, root string) {
@@ -264,8 +264,37 @@ func TestReliabilityHostileInput(t *testing.T) {
 			writeLog(t, root, validA+"\n")
 			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
 			os.Mkdir(mem(root, ".learning.lock"), 0o755)
-		}, c: call{args: []string{"observe"}, stdin: obsJSON("obs_x", "decision", "X", "")}, code: 3,
-			stderr: `learning\.lock: timed out waiting for lock`, same: []string{"*"}},
+		}, c: call{args: []string{"observe"}, stdin: obsJSON("obs_x", "decision", "X", "")},
+			// Not turned away: queued in the inbox, the log untouched.
+			stdout: `queued 1 observation\(s\) as item-`, same: []string{".memory/learning-log.jsonl"},
+			check: func(t *testing.T, root string, _ result) {
+				items, _ := filepath.Glob(mem(root, "inbox/item-*.json"))
+				if len(items) != 1 {
+					t.Fatalf("inbox holds %v, want one item", items)
+				}
+				if b := string(readFile(t, items[0])); !strings.Contains(b, `"obs_x"`) {
+					t.Errorf("the item lacks the observation: %s", b)
+				}
+			}},
+		{name: "lock/held-by-another-tool/outcome", setup: func(t *testing.T, root string) {
+			writeLog(t, root, validA+"\n")
+			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
+			os.Mkdir(mem(root, ".learning.lock"), 0o755)
+		}, c: call{args: []string{"outcome", "record"}, stdin: `{"run_id":"r1","success":true,"duration_ms":1000,"retry_count":0}`},
+			stdout: `Queued run r1 as item-`, same: []string{".memory/learning-log.jsonl"},
+			check: func(t *testing.T, root string, _ result) {
+				if _, err := os.Stat(mem(root, "outcomes.jsonl")); err == nil {
+					t.Error("outcomes.jsonl written though the lock was held")
+				}
+				if items, _ := filepath.Glob(mem(root, "inbox/item-*.json")); len(items) != 1 {
+					t.Errorf("inbox holds %v, want one item", items)
+				}
+			}},
+		{name: "lock/held-by-another-tool/purge", setup: func(t *testing.T, root string) {
+			writeLog(t, root, validA+"\n")
+			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
+			os.Mkdir(mem(root, ".learning.lock"), 0o755)
+		}, c: args("purge"), code: 3, stderr: `learning\.lock: timed out waiting for lock`, same: []string{"*"}},
 		{name: "lock/held-by-another-tool/hook-fails-open", setup: func(t *testing.T, root string) {
 			writeLog(t, root, validA+"\n")
 			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")

@@ -361,6 +361,42 @@ func verify(root string, e expect) []string {
 	if tmp := tempFiles(root); len(tmp) > 0 && !e.killed {
 		bad("temp files left behind though no process was killed: %v", tmp)
 	}
+
+	// 7. The inbox: after the final passes every queued item was drained
+	// (none left, none rejected) and the drain's record is gone from the
+	// log; no lock-queue ticket is left by a process that was not killed.
+	if e.settled {
+		items, _ := filepath.Glob(filepath.Join(p.Memory, "inbox", "item-*"))
+		rejected, _ := filepath.Glob(filepath.Join(p.Memory, "inbox", "rejected-*"))
+		if items = append(items, rejected...); len(items) > 0 {
+			bad("inbox items left after the final reconcile: %v", items)
+		}
+		if data, _ := os.ReadFile(p.Log); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
+			bad("the inbox drain's record is left in the log")
+		}
+	}
+	// 8. Feedback exactly once: no event of a pass twice; no record of an
+	// interrupted reconcile left after the final one.
+	if data, err := os.ReadFile(filepath.Join(p.Memory, "feedback.jsonl")); err == nil {
+		seen := map[string]bool{}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var ev struct{ Pass, Kind, Target, Reason, Type string }
+			if json.Unmarshal(line, &ev) != nil || ev.Pass == "" {
+				continue
+			}
+			k := ev.Pass + " " + ev.Kind + " " + ev.Target + " " + ev.Reason + " " + ev.Type
+			if seen[k] {
+				bad("feedback event appended twice by one pass: %s", k)
+			}
+			seen[k] = true
+		}
+	}
+	if _, err := os.Stat(filepath.Join(p.Memory, ".feedback-pass.json")); err == nil && e.settled {
+		bad(".feedback-pass.json left after the final reconcile")
+	}
+	if tickets, _ := filepath.Glob(filepath.Join(p.Memory, "*.lock.queue", "*")); len(tickets) > 0 && !e.killed {
+		bad("lock queue tickets left behind though no process was killed: %v", tickets)
+	}
 	return probs
 }
 

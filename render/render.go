@@ -18,6 +18,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/capacity"
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
@@ -64,6 +65,8 @@ type Result struct {
 	// file that does not parse is left alone and reported here).
 	Warnings []string `json:"warnings,omitempty"`
 	Wrote    []string `json:"-"`
+	// Inbox is what the drain of the inbox did before the pass.
+	Inbox inbox.Result `json:"inbox,omitzero"`
 }
 
 // SkipQuality is the reason a ready observation without quality_ok: true
@@ -78,20 +81,24 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 	}
 	p := manifest.PathsFor(root)
 	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
-		return Result{Rendered: []Rendered{}}, nil
+		if !inbox.Pending(root) {
+			return Result{Rendered: []Rendered{}}, nil
+		} // else: the drain below creates the log
 	} else if err != nil {
 		return Result{}, err
 	}
-	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lock.Release()
 	st, err := Load(p)
 	if err != nil {
-		return Result{}, err
+		return Result{Inbox: drained}, err
 	}
-	return Apply(ctx, st, opts)
+	res, err := Apply(ctx, st, opts)
+	res.Inbox = drained
+	return res, err
 }
 
 // State is what a render reads.

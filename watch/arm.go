@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/learnwatch/learnwatch/inbox"
 	"os"
 	"path/filepath"
 	"sort"
@@ -45,7 +46,7 @@ func (w *watcher) computeTargets() targets {
 	}
 	res := manifest.NewResolver(w.root)
 	refused := 0
-	for _, d := range []string{p.Memory, filepath.Dir(p.Decisions), p.Commands, p.Skills} {
+	for _, d := range []string{p.Memory, inbox.Path(w.root), filepath.Dir(p.Decisions), p.Commands, p.Skills} {
 		// .claude may be a symlink to somewhere else: never watch there.
 		if _, _, err := res.Resolve(w.rel(d)); err != nil {
 			refused++
@@ -310,6 +311,14 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 		}
 		return
 	}
+	if inbox.IsItem(w.root, name) {
+		// A writer queued its input (an item appears by rename): drain it.
+		// The drain's own removals call for nothing.
+		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) && fileExists(name) {
+			w.markPending("inbox "+filepath.Base(name), false)
+		}
+		return
+	}
 	if !w.targets.files[name] {
 		return
 	}
@@ -323,6 +332,11 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 		delete(w.own, name)
 	}
 	w.markPending(ev.Op.String()+" "+w.rel(name), false)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // recordOwn remembers the fingerprints of the files reconcile just wrote,

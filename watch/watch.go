@@ -63,6 +63,10 @@ type Options struct {
 	// the result of every successful reconcile: the CLI appends its
 	// learning signals (deleted, edited) to .memory/feedback.jsonl.
 	AfterReconcile func(heal.Result)
+	// Feedback makes each reconcile record its learning signals (deleted,
+	// edited) in .memory/feedback.jsonl under the lock, exactly once
+	// (heal.Options.Feedback).
+	Feedback bool
 }
 
 // Defaults used when neither the config nor Options set a value.
@@ -348,7 +352,7 @@ func (w *watcher) fire(ctx context.Context) {
 	// The signal context is not passed down: SIGTERM must not cut a write
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
 	res, err := w.reconcile(context.WithoutCancel(ctx), w.root, heal.Options{
-		LockTimeout: w.set.lockTimeout, Render: w.set.render, Stale: w.opts.Stale,
+		LockTimeout: w.set.lockTimeout, Render: w.set.render, Stale: w.opts.Stale, Feedback: w.opts.Feedback,
 		Confirm: w.confirmed(start),
 	})
 	took := time.Since(start)

@@ -592,7 +592,7 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 		}
 	}
 	for _, want := range []string{root, filepath.Join(root, ".claude"), p.Commands, p.Skills, filepath.Dir(abs(root, skillRel(0))),
-		p.Memory, filepath.Dir(p.Decisions)} {
+		p.Memory, filepath.Join(p.Memory, "inbox"), filepath.Dir(p.Decisions)} {
 		if !tg.dirs[want] {
 			t.Errorf("does not watch %s", want)
 		}
@@ -600,7 +600,7 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 	if !tg.files[abs(root, cmdRel(0))] || !tg.files[p.Log] || !tg.files[p.Decisions] {
 		t.Errorf("files: %v", tg.files)
 	}
-	if len(tg.dirs) != 8 { // root .claude commands self-learning skills s0 .memory knowledge
+	if len(tg.dirs) != 9 { // root .claude commands self-learning skills s0 .memory inbox knowledge
 		t.Errorf("%d dirs: %v", len(tg.dirs), tg.dirs)
 	}
 

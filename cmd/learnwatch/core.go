@@ -66,9 +66,12 @@ func newObserveCmd(a *app) *cobra.Command {
 			if err != nil {
 				return exitcode.Bad("observe: stdin: %v", err)
 			}
-			res, err := observe(a, root, cfg, in)
+			res, q, err := observeOrQueue(a, root, cfg, in)
 			if err != nil {
 				return err
+			}
+			if q != nil {
+				return a.emitQueued(q)
 			}
 			for _, m := range res.Messages {
 				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", textsafe.Line(m, 500))
@@ -90,9 +93,10 @@ func newObserveCmd(a *app) *cobra.Command {
 	}
 }
 
-// observe merges in under the learning lock.
-func observe(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, err error) {
+// observe merges in under the learning lock, waiting at most wait.
+func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (res lifecycle.Result, err error) {
 	mult := policyMultiplier(a, root)
+	cfg.Lock.Timeout.Duration = wait
 	err = a.withLearningLock(root, cfg, func() error {
 		p := manifest.PathsFor(root)
 		log, err := manifest.ReadLog(p.Log)
@@ -119,6 +123,7 @@ func newRenderCmd(a *app) *cobra.Command {
 				return err
 			}
 			res, err := render.Run(a.ctx, root, render.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Hold: policyHold(a, root)})
+			a.reportDrain(res.Inbox)
 			if err != nil {
 				return err
 			}
@@ -202,11 +207,13 @@ func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, err
 
 func reconcileWith(a *app, root string, cfg config.Config, session bool, opts heal.Options) (heal.Result, error) {
 	opts.Now, opts.LockTimeout, opts.Stale = now(), cfg.Lock.Timeout.Duration, staleHook(a, cfg)
+	opts.Feedback, opts.Session = true, session
 	res, err := heal.Reconcile(a.ctx, root, opts)
+	a.reportDrain(res.Inbox)
 	if err != nil {
 		return res, err
 	}
-	recordFeedback(a, root, cfg, res, opts.Now, session)
+	recordFeedback(a, root, cfg, res, opts.Now)
 	return res, nil
 }
 

@@ -92,7 +92,7 @@ func runDemo(a *app, dir string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	ores, err := observe(a, root, cfg, in)
+	ores, err := observe(a, root, cfg, cfg.Lock.Timeout.Duration, in)
 	if err != nil {
 		return err
 	}

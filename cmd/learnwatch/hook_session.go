@@ -20,10 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-// hookLockTimeout bounds how long a hook waits for another writer: a hook
-// must never hold up a session or a checkout for long.
-const hookLockTimeout = 3 * time.Second
-
 func init() {
 	hookSubcommands = append(hookSubcommands, newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"))
 }
@@ -104,8 +100,10 @@ func (a *app) hookConfig(root string) config.Config {
 		cfg = config.Default()
 	}
 	a.warnConfig(cfg)
-	if cfg.Lock.Timeout.Duration > hookLockTimeout {
-		cfg.Lock.Timeout.Duration = hookLockTimeout
+	// A hook waits at most lock.hook_timeout for another writer: an agent
+	// session must not stall on the lock.
+	if cfg.Lock.Timeout.Duration > cfg.Lock.HookTimeout.Duration {
+		cfg.Lock.Timeout.Duration = cfg.Lock.HookTimeout.Duration
 	}
 	return cfg
 }

@@ -34,35 +34,13 @@ func init() {
 	knowledgeCandidates = loadCandidates
 }
 
-// recordFeedback appends the learning signals of a reconcile to
-// .memory/feedback.jsonl and recomputes the policy overlays. kept events
-// are recorded only when session is set, and then at most once per UTC day
-// (journal.KeptDue), so neither a watcher's frequent reconciles nor many
-// short sessions swamp the tallies or grow the journal without bound.
-func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time, session bool) {
-	keep := session && journal.KeptDue(root, now)
-	var evs []learn.Event
-	kept := false
-	for _, e := range res.Events {
-		if e.Kind == learn.KindKept {
-			if !keep {
-				continue
-			}
-			kept = true
-		}
-		evs = append(evs, e)
-	}
-	if len(evs) == 0 {
+// recordFeedback reports the learning signals a reconcile recorded (heal
+// appends them under the lock, exactly once across a crash, with
+// Options.Feedback; kept events only for the session's reconcile, at most
+// once per UTC day) and recomputes the policy overlays.
+func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time) {
+	if res.Recorded+res.Inbox.Feedback == 0 {
 		return
-	}
-	if err := journal.AppendFeedback(root, evs...); err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: feedback not recorded: %v\n", err)
-		return
-	}
-	if kept {
-		if err := journal.MarkKept(root, now); err != nil {
-			fmt.Fprintf(a.stderr, "learnwatch: %v\n", err)
-		}
 	}
 	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
@@ -297,6 +275,10 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 		for _, n := range notices {
 			x.lines = append(x.lines, capacityLine(n))
 		}
+	}
+	if ib, lines := inboxReview(root, time.Now()); ib != nil {
+		x.json["inbox"] = ib
+		x.lines = append(x.lines, lines...)
 	}
 	p := loadPolicy(a, root)
 	if old := learn.StaleOverlays(p, now()); len(old) > 0 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -53,11 +54,12 @@ func (a *app) candidates(root string) []learn.Candidate {
 
 // withLearningLock runs fn holding .memory/.learning.lock.
 func (a *app) withLearningLock(root string, cfg config.Config, fn func() error) error {
-	lock, err := manifest.AcquireLock(a.ctx, journal.LockPath(root), cfg.Lock.Timeout.Duration)
+	lock, res, err := inbox.Lock(a.ctx, root, cfg.Lock.Timeout.Duration)
 	if err != nil {
 		return exitcode.Wrap(exitcode.IO, err)
 	}
 	defer lock.Release()
+	a.reportDrain(res)
 	return fn()
 }
 
@@ -177,7 +179,7 @@ nothing written.`,
 				// Retries is the suggested retry budget per type the run touched.
 				Retries map[string]int `json:"suggested_retries"`
 			}
-			err = a.withLearningLock(root, cfg, func() error {
+			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				outs, err := a.readOutcomes(root)
 				if err != nil {
 					return err
@@ -221,6 +223,9 @@ nothing written.`,
 				res.Retries = learn.RunRetryBudgets(next, o, fb)
 				return nil
 			})
+			if isLockTimeout(err) {
+				return queueOutcome(a, root, o, entries, err)
+			}
 			if err != nil {
 				return err
 			}
@@ -460,7 +465,7 @@ those relevant to the files, and ages every other entry one step.`,
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
-			err = a.withLearningLock(root, cfg, func() error {
+			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				old, err := a.readFeedback(root)
 				if err != nil {
 					return err
@@ -479,6 +484,9 @@ those relevant to the files, and ages every other entry one step.`,
 				}
 				return nil
 			})
+			if isLockTimeout(err) {
+				return queueFeedback(a, root, "verdict record", v.RunID, evs, err)
+			}
 			if err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,6 +57,10 @@ func newStatusCmd(a *app) *cobra.Command {
 			if watcher != nil {
 				out["watcher"] = watcher
 			}
+			ib, ibLine := inboxStatus(root, time.Now())
+			if ib != nil {
+				out["inbox"] = ib
+			}
 			return a.emit(out, func(w io.Writer) {
 				switch {
 				case !log.Exists:
@@ -85,6 +90,9 @@ func newStatusCmd(a *app) *cobra.Command {
 				}
 				if watcher != nil {
 					fmt.Fprintf(w, "watcher: %s\n", textsafe.Line(fmt.Sprint(watcher["summary"]), 1000))
+				}
+				if ibLine != "" {
+					fmt.Fprintln(w, ibLine)
 				}
 			})
 		},

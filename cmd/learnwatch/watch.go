@@ -56,7 +56,8 @@ unwatched), lock.timeout (10s).`,
 				// artifacts count once per session, not per watcher
 				// reconcile).
 				opts.Stale = staleHook(a, cfg)
-				opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now(), false) }
+				opts.Feedback = true
+				opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now()) }
 
 				hup := make(chan os.Signal, 1)
 				signal.Notify(hup, syscall.SIGHUP)
