@@ -273,6 +273,15 @@ func TestPreCommitFramework(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(src, p)
+		if d.Name() == ".git" && rel != "." {
+			// In a git worktree .git is a file naming the real repository:
+			// copied, it would make the hook repository that worktree, and
+			// the commit below would land on its branch.
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
 		if d.IsDir() {
 			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
 				return filepath.SkipDir
