@@ -306,10 +306,13 @@ type Line struct {
 func (ln *Line) Observation() *Observation {
 	if ln.obs == nil && ln.parsed {
 		var o Observation
-		if err := o.decode(bytes.TrimSpace(ln.Raw)); err != nil {
+		if body := bytes.TrimSpace(ln.Raw); !o.decodeScanned(body) {
+			err := o.decode(body)
 			// The scan vouched for this line; keep it as read.
-			ln.parsed, ln.Err = false, err
-			return nil
+			if err != nil {
+				ln.parsed, ln.Err = false, err
+				return nil
+			}
 		}
 		ln.obs = &o
 		ln.orig = o.Clone()
@@ -385,7 +388,9 @@ func ParseLog(data []byte) *Log {
 	if data[len(data)-1] != '\n' {
 		l.noFinalNewline = true
 	}
-	l.Lines = make([]*Line, 0, bytes.Count(data, []byte{'\n'})+1)
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	l.Lines = make([]*Line, 0, n)
+	slab := make([]Line, n) // one allocation for every line
 	var scratch []member
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -395,44 +400,44 @@ func ParseLog(data []byte) *Log {
 		} else {
 			raw, data = data[:i:i], data[i+1:]
 		}
-		var ln *Line
-		ln, scratch = parseLine(raw, scratch)
+		ln := &slab[len(l.Lines)]
+		scratch = parseLine(ln, raw, scratch)
 		l.Lines = append(l.Lines, ln)
 	}
 	return l
 }
 
-func parseLine(raw []byte, scratch []member) (*Line, []member) {
-	ln := &Line{Raw: raw}
+func parseLine(ln *Line, raw []byte, scratch []member) []member {
+	ln.Raw = raw
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 {
-		return ln, scratch
+		return scratch
 	}
 	if len(body) > MaxLineBytes {
 		ln.Err = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
-		return ln, scratch
+		return scratch
 	}
 	if body[0] != '{' {
 		ln.Err = errors.New("not a JSON object")
-		return ln, scratch
+		return scratch
 	}
 	f, scratch, ok := scanFields(body, scratch)
 	if ok {
 		ln.parsed, ln.idx = true, f
 		ln.Invalid = validate(nil, f.id, f.typ, f.blankPattern)
-		return ln, scratch
+		return scratch
 	}
 	// What the scan cannot vouch for goes through the full decoder, which
 	// says exactly why a line does not parse.
 	var o Observation
 	if err := o.decode(body); err != nil {
 		ln.Err = err
-		return ln, scratch
+		return scratch
 	}
 	ln.parsed, ln.obs = true, &o
 	ln.orig = o.Clone()
 	ln.Invalid = o.Validate()
-	return ln, scratch
+	return scratch
 }
 
 // ReadLog reads the log at path. A missing file is an empty log with Exists

@@ -662,3 +662,89 @@ func needsCompact(v []byte) bool {
 	}
 	return false
 }
+
+// decodeScanned fills o from body, a line scanFields accepted, without
+// reflection: every known key appears once with a value of its type, so
+// this gives what json.Unmarshal gives. o keeps body as its raw object.
+func (o *Observation) decodeScanned(body []byte) bool {
+	var buf [24]member
+	ms, ok := members(buf[:0], body)
+	if !ok {
+		return false
+	}
+	*o = Observation{raw: body}
+	for _, m := range ms {
+		k := knownIndex(m.key)
+		v := m.val
+		if k < 0 || v[0] == 'n' {
+			continue
+		}
+		switch k {
+		case kID:
+			o.ID = jsonString(v)
+		case kType:
+			o.Type = intern(jsonString(v))
+		case kPattern:
+			o.Pattern = jsonString(v)
+		case kConfidence:
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return false
+			}
+			o.Confidence = f
+		case kObservations:
+			n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+			if err != nil {
+				return false
+			}
+			o.Observations = int(n)
+		case kFirstSeen:
+			o.FirstSeen = jsonString(v)
+		case kLastSeen:
+			o.LastSeen = jsonString(v)
+		case kStatus:
+			o.Status = intern(jsonString(v))
+		case kEvidence:
+			ev, ok := stringList(v)
+			if !ok {
+				return false
+			}
+			o.Evidence = ev
+		case kDetails:
+			o.Details = jsonString(v)
+		case kQualityOK:
+			o.QualityOK = v[0] == 't'
+		case kArtifactPath:
+			o.ArtifactPath = jsonString(v)
+		case kDeprecatedAt:
+			o.DeprecatedAt = jsonString(v)
+		case kNeedsReview:
+			o.NeedsReview = v[0] == 't'
+		case kMayBeStale:
+			o.MayBeStale = v[0] == 't'
+		case kStaleReason:
+			o.StaleReason = jsonString(v)
+		case kSoftCapExceeded:
+			o.SoftCapExceeded = v[0] == 't'
+		}
+	}
+	return true
+}
+
+// stringList decodes an array of strings (stringArray accepted it).
+func stringList(v []byte) ([]string, bool) {
+	out := []string{}
+	i := skipWS(v, 1)
+	for i < len(v) && v[i] != ']' {
+		end, _ := skipString(v, i)
+		if end < 0 {
+			return nil, false
+		}
+		out = append(out, jsonString(v[i:end]))
+		i = skipWS(v, end)
+		if i < len(v) && v[i] == ',' {
+			i = skipWS(v, i+1)
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,95 @@
+package manifest
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkLog measures what a pass does to the learning log — parse, find
+// one observation, patch it, encode the file — with the lazy log ("new")
+// and the old eager one ("old") side by side at 10k and 100k lines. Beside
+// time and allocations (B/op: every byte allocated, the encoded file
+// included) it reports live-MiB: the heap the parsed log holds after the
+// Find (after a GC), on top of the file's bytes it was read from.
+func BenchmarkLog(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		data := benchLog(n)
+		id := fmt.Sprintf("obs_g%d", n/2)
+		b.Run(fmt.Sprintf("new/%dk", n/1000), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			var live float64
+			for i := 0; i < b.N; i++ {
+				var base float64
+				if i == 0 {
+					base = liveMiB(nil)
+				}
+				l := ParseLog(data)
+				o := l.Find(id)
+				o.Observations++
+				o.Status = Ready
+				if i == 0 {
+					live = liveMiB(l) - base
+				}
+				if _, err := l.Bytes(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(live, "live-MiB")
+		})
+		b.Run(fmt.Sprintf("old/%dk", n/1000), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			var live float64
+			for i := 0; i < b.N; i++ {
+				var base float64
+				if i == 0 {
+					base = liveMiB(nil)
+				}
+				l := oldParseLog(data)
+				o := l.Find(id)
+				o.Observations++
+				o.Status = Ready
+				if i == 0 {
+					live = liveMiB(l) - base
+				}
+				if _, err := l.Bytes(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(live, "live-MiB")
+		})
+	}
+}
+
+// BenchmarkLogWalkAll: a pass that walks every observation (Observations)
+// decodes them all; the cost of laziness for such a caller.
+func BenchmarkLogWalkAll(b *testing.B) {
+	data := benchLog(10_000)
+	b.Run("new/10k", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if len(ParseLog(data).Observations()) != 10_000 {
+				b.Fatal("lost observations")
+			}
+		}
+	})
+	b.Run("old/10k", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if len(oldParseLog(data).Observations()) != 10_000 {
+				b.Fatal("lost observations")
+			}
+		}
+	})
+}
+
+// liveMiB is the heap still in use with keep alive, after a GC.
+func liveMiB(keep any) float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	runtime.KeepAlive(keep)
+	return float64(m.HeapAlloc) / (1 << 20)
+}
