@@ -419,3 +419,41 @@ func benchLog(n int) []byte {
 	}
 	return b.Bytes()
 }
+
+// FuzzValidMembers: the scan's own JSON check never accepts what json.Valid
+// refuses (a line it accepts skips encoding/json entirely), and accepts the
+// objects the log holds.
+func FuzzValidMembers(f *testing.F) {
+	for _, s := range logSeeds {
+		for _, line := range strings.Split(s, "\n") {
+			f.Add([]byte(line))
+		}
+	}
+	for _, s := range []string{`{"a":"\u00e9\ud800","b":[1,-0.5e+7,{"c":null}],"d":true}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":tru}`, `{"a":[1,]}`, `{"a":1}}`, `{"a" 1}`, `{}`, `{ }`, `{"a":-}`, `{"a":1e}`, `{"a":"\u12"}`} {
+		f.Add([]byte(s))
+	}
+	r := rand.New(rand.NewSource(5))
+	for i := 0; i < 30; i++ {
+		f.Add([]byte(genLine(r)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, ok := validMembers(nil, data)
+		if ok && !json.Valid(data) {
+			t.Fatalf("validMembers accepts invalid JSON %q", data)
+		}
+		if ok {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil || len(m) > len(ms) {
+				t.Fatalf("%q: %d members, encoding/json sees %d (%v)", data, len(ms), len(m), err)
+			}
+			for _, x := range ms {
+				if v, found := m[string(x.key)]; !found || !json.Valid(x.val) || len(m) == len(ms) && !bytes.Equal(bytes.TrimSpace(v), x.val) {
+					t.Fatalf("%q: member %q = %q, encoding/json %q", data, x.key, x.val, v)
+				}
+			}
+		}
+		if _, plain := members(nil, data); plain && json.Valid(data) && bytes.Count(data, []byte("[")) < 100 && bytes.Count(data, []byte("{")) < 100 && !ok {
+			t.Fatalf("validMembers refuses valid JSON %q", data)
+		}
+	})
+}

@@ -29,6 +29,17 @@ type member struct {
 // split, or a key holds a backslash or a non-ASCII byte (those keys mean
 // something else once decoded).
 func members(dst []member, data []byte) ([]member, bool) {
+	return splitMembers(dst, data, false)
+}
+
+// validMembers is members that also checks the whole object is valid JSON
+// (the grammar json.Valid checks). It may refuse valid JSON it does not
+// care to follow (nesting deeper than maxScanDepth); never the reverse.
+func validMembers(dst []member, data []byte) ([]member, bool) {
+	return splitMembers(dst, data, true)
+}
+
+func splitMembers(dst []member, data []byte, validate bool) ([]member, bool) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return dst, false
@@ -42,7 +53,7 @@ func members(dst []member, data []byte) ([]member, bool) {
 			return dst, false
 		}
 		end, plain := skipString(data, i)
-		if end < 0 || !plain {
+		if end < 0 || !plain || validate && !validString(data[i:end]) {
 			return dst, false
 		}
 		key := data[i+1 : end-1]
@@ -51,7 +62,12 @@ func members(dst []member, data []byte) ([]member, bool) {
 			return dst, false
 		}
 		i = skipWS(data, i+1)
-		vend := skipValue(data, i)
+		var vend int
+		if validate {
+			vend = validValue(data, i, 0)
+		} else {
+			vend = skipValue(data, i)
+		}
 		if vend < 0 {
 			return dst, false
 		}
@@ -143,6 +159,159 @@ func skipValue(data []byte, i int) int {
 	return j
 }
 
+// maxScanDepth bounds the nesting validValue follows; deeper values go to
+// encoding/json.
+const maxScanDepth = 200
+
+// validValue returns the index after the valid JSON value starting at
+// data[i], or -1 when there is none (or it nests deeper than maxScanDepth).
+func validValue(data []byte, i, depth int) int {
+	if i >= len(data) {
+		return -1
+	}
+	switch c := data[i]; {
+	case c == '"':
+		end, _ := skipString(data, i)
+		if end < 0 || !validString(data[i:end]) {
+			return -1
+		}
+		return end
+	case c == '{' || c == '[':
+		if depth >= maxScanDepth {
+			return -1
+		}
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		j := skipWS(data, i+1)
+		if j < len(data) && data[j] == closing {
+			return j + 1
+		}
+		for j < len(data) {
+			if c == '{' {
+				if data[j] != '"' {
+					return -1
+				}
+				end, _ := skipString(data, j)
+				if end < 0 || !validString(data[j:end]) {
+					return -1
+				}
+				j = skipWS(data, end)
+				if j >= len(data) || data[j] != ':' {
+					return -1
+				}
+				j = skipWS(data, j+1)
+			}
+			j = validValue(data, j, depth+1)
+			if j < 0 {
+				return -1
+			}
+			j = skipWS(data, j)
+			if j >= len(data) {
+				return -1
+			}
+			switch data[j] {
+			case ',':
+				j = skipWS(data, j+1)
+			case closing:
+				return j + 1
+			default:
+				return -1
+			}
+		}
+		return -1
+	case c == 't':
+		return literal(data, i, "true")
+	case c == 'f':
+		return literal(data, i, "false")
+	case c == 'n':
+		return literal(data, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return validNumber(data, i)
+	}
+	return -1
+}
+
+func literal(data []byte, i int, lit string) int {
+	if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
+		return i + len(lit)
+	}
+	return -1
+}
+
+// validNumber returns the index after the JSON number at data[i], or -1.
+func validNumber(data []byte, i int) int {
+	digits := func(j int) int {
+		k := j
+		for k < len(data) && data[k] >= '0' && data[k] <= '9' {
+			k++
+		}
+		return k
+	}
+	if data[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(data):
+		return -1
+	case data[i] == '0':
+		i++
+	case data[i] >= '1' && data[i] <= '9':
+		i = digits(i)
+	default:
+		return -1
+	}
+	if i < len(data) && data[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+// validString reports whether s (from quote to quote) is a valid JSON
+// string: no control byte, only the escapes JSON has.
+func validString(s []byte) bool {
+	for j := 1; j < len(s)-1; j++ {
+		switch c := s[j]; {
+		case c < 0x20:
+			return false
+		case c == '\\':
+			j++
+			switch s[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s) {
+					return false
+				}
+				for _, h := range s[j+1 : j+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				j += 4
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Indexes into knownKeys.
 const (
 	kID = iota
@@ -226,14 +395,11 @@ type indexFields struct {
 
 // scanFields reads the index fields of one line's object without decoding
 // it. ok is false when the line needs the full decoder to tell what it is
-// (not valid JSON, a key that is escaped, non-ASCII, repeated or a case
+// (not valid JSON (or nested deeper than maxScanDepth), a key that is escaped, non-ASCII, repeated or a case
 // variant of a known one, a known field whose value encoding/json might
 // refuse); when ok is true a full decode succeeds and agrees with f.
 func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok bool) {
-	if !json.Valid(body) {
-		return f, scratch, false
-	}
-	ms, ok = members(scratch[:0], body)
+	ms, ok = validMembers(scratch[:0], body)
 	if !ok {
 		return f, ms, false
 	}
