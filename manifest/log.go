@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -653,53 +654,85 @@ func sameObservation(a, b *Observation) bool {
 // Bytes renders the log: unchanged lines byte for byte, changed and new
 // observations re-encoded with their unknown fields.
 func (l *Log) Bytes() ([]byte, error) {
-	b, _, err := l.encode()
-	return b, err
+	fresh, err := l.encodeChanged()
+	if err != nil {
+		return nil, err
+	}
+	size := len(l.Lines)
+	for i, ln := range l.Lines {
+		if fresh != nil && fresh[i] != nil {
+			size += len(fresh[i])
+		} else {
+			size += len(ln.Raw)
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(size)
+	l.writeLines(&buf, fresh)
+	return buf.Bytes(), nil
 }
 
-// encode renders the log and returns, per line, the bytes of its
-// re-encoded observation (nil for lines written verbatim).
-func (l *Log) encode() ([]byte, [][]byte, error) {
-	size := len(l.Lines)
-	for _, ln := range l.Lines {
-		size += len(ln.Raw)
-	}
-	buf := make([]byte, 0, size+size/16)
+// encodeChanged re-encodes the changed and new observations: per line the
+// new bytes, nil for a line written as read (fresh is nil when no line
+// changed).
+func (l *Log) encodeChanged() ([][]byte, error) {
 	var fresh [][]byte
 	for i, ln := range l.Lines {
-		if ln.changed() {
-			start := len(buf)
-			var ok bool
-			if buf, ok = ln.obs.appendJSON(buf); !ok {
-				buf = buf[:start]
-				b, err := json.Marshal(ln.obs)
-				if err != nil {
-					return nil, nil, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
-				}
-				buf = append(buf, b...)
-			}
-			if fresh == nil {
-				fresh = make([][]byte, len(l.Lines))
-			}
-			fresh[i] = buf[start:len(buf):len(buf)]
-		} else {
-			buf = append(buf, ln.Raw...)
+		if !ln.changed() {
+			continue
 		}
-		if i < len(l.Lines)-1 || !l.noFinalNewline || ln.orig == nil && ln.obs != nil {
-			buf = append(buf, '\n')
+		b, ok := ln.obs.appendJSON(nil)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(ln.obs); err != nil {
+				return nil, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+			}
 		}
+		if fresh == nil {
+			fresh = make([][]byte, len(l.Lines))
+		}
+		fresh[i] = b
 	}
-	return buf, fresh, nil
+	return fresh, nil
 }
 
-// WriteLog atomically replaces path with the log's bytes. Afterwards the
-// log counts as unchanged again; observation pointers stay valid.
+// writeLines writes every line, fresh bytes for re-encoded ones, and
+// reports whether the output ends with a newline.
+func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) {
+	nl := []byte{'\n'}
+	for i, ln := range l.Lines {
+		out := ln.Raw
+		if fresh != nil && fresh[i] != nil {
+			out = fresh[i]
+		}
+		if _, err := w.Write(out); err != nil {
+			return false, err
+		}
+		newline = i < len(l.Lines)-1 || !l.noFinalNewline || ln.orig == nil && ln.obs != nil
+		if newline {
+			if _, err := w.Write(nl); err != nil {
+				return false, err
+			}
+		}
+	}
+	return newline, nil
+}
+
+// WriteLog atomically replaces path with the log's bytes, streamed to the
+// file: only re-encoded lines are held besides what was read. Afterwards
+// the log counts as unchanged again; observation pointers stay valid.
 func WriteLog(path string, l *Log) error {
-	b, fresh, err := l.encode()
+	fresh, err := l.encodeChanged()
 	if err != nil {
 		return err
 	}
-	if err := WriteFile(path, b, 0o644); err != nil {
+	var newline bool
+	err = writeFileFrom(path, 0o644, func(w io.Writer) error {
+		var err error
+		newline, err = l.writeLines(w, fresh)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	for i := range fresh {
@@ -713,7 +746,7 @@ func WriteLog(path string, l *Log) error {
 		ln.orig = ln.obs.Clone()
 		ln.Invalid = ln.obs.Validate()
 	}
-	if len(b) > 0 && b[len(b)-1] == '\n' {
+	if newline {
 		l.noFinalNewline = false
 	}
 	l.Exists = true

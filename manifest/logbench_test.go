@@ -2,64 +2,84 @@ package manifest
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 )
 
 // BenchmarkLog measures what a pass does to the learning log — parse, find
-// one observation, patch it, encode the file — with the lazy log ("new")
-// and the old eager one ("old") side by side at 10k and 100k lines. Beside
-// time and allocations (B/op: every byte allocated, the encoded file
-// included) it reports live-MiB: the heap the parsed log holds after the
-// Find (after a GC), on top of the file's bytes it was read from.
+// one observation, patch it, encode the log (Bytes) — with the lazy log
+// ("new") and the old eager one ("old") side by side at 10k and 100k
+// lines. Beside time and allocations it reports live-MiB: the heap the
+// parsed log holds after the Find (after a GC), on top of the file's bytes
+// it was read from. The "write" runs replace Bytes with the file write a
+// pass does (new: WriteLog, streamed; old: Bytes then WriteFile): their
+// B/op is every byte allocated, the file's content included.
 func BenchmarkLog(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		data := benchLog(n)
 		id := fmt.Sprintf("obs_g%d", n/2)
-		b.Run(fmt.Sprintf("new/%dk", n/1000), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			var live float64
-			for i := 0; i < b.N; i++ {
-				var base float64
-				if i == 0 {
-					base = liveMiB(nil)
-				}
-				l := ParseLog(data)
-				o := l.Find(id)
-				o.Observations++
-				o.Status = Ready
-				if i == 0 {
-					live = liveMiB(l) - base
-				}
-				if _, err := l.Bytes(); err != nil {
-					b.Fatal(err)
-				}
+		path := filepath.Join(b.TempDir(), "learning-log.jsonl")
+		for _, write := range []bool{false, true} {
+			suffix := ""
+			if write {
+				suffix = "-write"
 			}
-			b.ReportMetric(live, "live-MiB")
-		})
-		b.Run(fmt.Sprintf("old/%dk", n/1000), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			var live float64
-			for i := 0; i < b.N; i++ {
-				var base float64
-				if i == 0 {
-					base = liveMiB(nil)
+			b.Run(fmt.Sprintf("new%s/%dk", suffix, n/1000), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				var live float64
+				for i := 0; i < b.N; i++ {
+					var base float64
+					if i == 0 {
+						base = liveMiB(nil)
+					}
+					l := ParseLog(data)
+					o := l.Find(id)
+					o.Observations++
+					o.Status = Ready
+					if i == 0 {
+						live = liveMiB(l) - base
+					}
+					var err error
+					if write {
+						err = WriteLog(path, l)
+					} else {
+						_, err = l.Bytes()
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
-				l := oldParseLog(data)
-				o := l.Find(id)
-				o.Observations++
-				o.Status = Ready
-				if i == 0 {
-					live = liveMiB(l) - base
+				b.ReportMetric(live, "live-MiB")
+			})
+			b.Run(fmt.Sprintf("old%s/%dk", suffix, n/1000), func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				var live float64
+				for i := 0; i < b.N; i++ {
+					var base float64
+					if i == 0 {
+						base = liveMiB(nil)
+					}
+					l := oldParseLog(data)
+					o := l.Find(id)
+					o.Observations++
+					o.Status = Ready
+					if i == 0 {
+						live = liveMiB(l) - base
+					}
+					out, err := l.Bytes()
+					if err == nil && write {
+						err = WriteFile(path, out, 0o644)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := l.Bytes(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(live, "live-MiB")
-		})
+				b.ReportMetric(live, "live-MiB")
+			})
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -456,4 +458,43 @@ func FuzzValidMembers(f *testing.F) {
 			t.Fatalf("validMembers refuses valid JSON %q", data)
 		}
 	})
+}
+
+// WriteLog streams the file: what it writes is Bytes, past the write
+// buffer's size; an observation that cannot be encoded leaves the file as
+// it was and says which one.
+func TestWriteLogStreams(t *testing.T) {
+	data := benchLog(3000) // about 1 MiB
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	if err := WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Find("obs_g2999").Pattern = "patched <last>"
+	l.Find("obs_g7").SetExtra("x_new", json.RawMessage(`{"a": [1, 2]}`))
+	want, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLog(path, l); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, want) || !bytes.Contains(got, []byte(`"x_new":{"a":[1,2]}`)) {
+		t.Fatalf("written file differs from Bytes (%d / %d bytes)", len(got), len(want))
+	}
+	if l.Changed() {
+		t.Error("changed after WriteLog")
+	}
+	l.Find("obs_g5").Confidence = math.NaN()
+	err = WriteLog(path, l)
+	if err == nil || !strings.Contains(err.Error(), "encode observation obs_g5") {
+		t.Fatalf("WriteLog of a NaN confidence: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, got) {
+		t.Error("a failed WriteLog changed the file")
+	}
 }
