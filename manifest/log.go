@@ -297,7 +297,11 @@ type Line struct {
 
 	parsed bool         // the line holds an object that parses
 	obs    *Observation // decoded (or appended); nil until asked for
-	orig   *Observation // obs as decoded, to detect changes
+	// orig is obs as decoded, to detect changes; nil for an appended
+	// observation and for one decodeScanned read from Raw (scanned), which
+	// is compared with Raw itself instead of a copy held per line.
+	orig    *Observation
+	scanned bool
 	idx    indexFields  // from the scan, while obs is nil
 }
 
@@ -307,13 +311,15 @@ type Line struct {
 func (ln *Line) Observation() *Observation {
 	if ln.obs == nil && ln.parsed {
 		var o Observation
-		if body := bytes.TrimSpace(ln.Raw); !o.decodeScanned(body) {
-			err := o.decode(body)
+		body := bytes.TrimSpace(ln.Raw)
+		if o.decodeScanned(body) {
+			ln.obs, ln.scanned = &o, true
+			return ln.obs
+		}
+		if err := o.decode(body); err != nil {
 			// The scan vouched for this line; keep it as read.
-			if err != nil {
-				ln.parsed, ln.Err = false, err
-				return nil
-			}
+			ln.parsed, ln.Err = false, err
+			return nil
 		}
 		ln.obs = &o
 		ln.orig = o.Clone()
@@ -601,8 +607,19 @@ func (l *Log) InvalidCount() int {
 // observation, or a decoded one that differs from what was read. A line
 // never decoded is unchanged.
 func (ln *Line) changed() bool {
-	return ln.obs != nil && (ln.orig == nil || !sameObservation(ln.obs, ln.orig))
+	switch {
+	case ln.obs == nil:
+		return false
+	case ln.scanned:
+		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw))
+	case ln.orig == nil:
+		return true
+	}
+	return !sameObservation(ln.obs, ln.orig)
 }
+
+// appended reports a line Append added and no write has settled.
+func (ln *Line) appended() bool { return ln.obs != nil && ln.orig == nil && !ln.scanned }
 
 // Changed reports whether Bytes would differ from what was read.
 func (l *Log) Changed() bool {
@@ -708,7 +725,7 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) 
 		if _, err := w.Write(out); err != nil {
 			return false, err
 		}
-		newline = i < len(l.Lines)-1 || !l.noFinalNewline || ln.orig == nil && ln.obs != nil
+		newline = i < len(l.Lines)-1 || !l.noFinalNewline || ln.appended()
 		if newline {
 			if _, err := w.Write(nl); err != nil {
 				return false, err
@@ -743,7 +760,7 @@ func WriteLog(path string, l *Log) error {
 		ln.Raw = fresh[i]
 		ln.obs.raw = fresh[i]
 		ln.obs.set, ln.obs.setOrder = nil, nil
-		ln.orig = ln.obs.Clone()
+		ln.orig, ln.scanned = ln.obs.Clone(), false
 		ln.Invalid = ln.obs.Validate()
 	}
 	if newline {

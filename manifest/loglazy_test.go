@@ -498,3 +498,54 @@ func TestWriteLogStreams(t *testing.T) {
 		t.Error("a failed WriteLog changed the file")
 	}
 }
+
+// Change detection compares a decoded observation with its line in place
+// (no copy held per line) and agrees with the old reflect.DeepEqual on
+// the edge cases: -0 set to 0, a value set to what it was, an escaped
+// string set to its decoded value, evidence edited in place, null and
+// empty evidence, an unknown field set.
+func TestLogChangeDetection(t *testing.T) {
+	line := `{"id":"obs_a","type":"decision","pattern":"p\u00e9 \"q\"","confidence":-0,"observations":2,"evidence":["e1","e2"],"details":null,"x":1}`
+	cases := []struct {
+		name    string
+		edit    func(o *Observation)
+		changed bool
+	}{
+		{"nothing", func(o *Observation) {}, false},
+		{"-0 set to 0", func(o *Observation) { o.Confidence = 0 }, false},
+		{"same pattern", func(o *Observation) { o.Pattern = "pé \"q\"" }, false},
+		{"same count", func(o *Observation) { o.Observations = 2 }, false},
+		{"details still empty", func(o *Observation) { o.Details = "" }, false},
+		{"count", func(o *Observation) { o.Observations = 3 }, true},
+		{"evidence in place", func(o *Observation) { o.Evidence[1] = "e3" }, true},
+		{"evidence emptied", func(o *Observation) { o.Evidence = []string{} }, true},
+		{"evidence nil", func(o *Observation) { o.Evidence = nil }, true},
+		{"unknown field", func(o *Observation) { o.SetExtra("x", json.RawMessage("1")) }, true},
+		{"artifact set", func(o *Observation) { o.ArtifactPath = "a.md" }, true},
+		{"flag set", func(o *Observation) { o.MayBeStale = true }, true},
+	}
+	for _, c := range cases {
+		l, old := ParseLog([]byte(line)), oldParseLog([]byte(line))
+		o := l.Find("obs_a")
+		oo := old.Find("obs_a")
+		// The same edit on a copy of the old observation (evidence shared
+		// as the edit shares it), then copied over.
+		c.edit(o)
+		var ev []string
+		if oo.Evidence != nil {
+			ev = append([]string{}, oo.Evidence...)
+		}
+		cp := Observation(*oo)
+		cp.Evidence = ev
+		c.edit(&cp)
+		*oo = oldObservation(cp)
+		if l.Changed() != c.changed || old.Changed() != c.changed {
+			t.Errorf("%s: Changed() = %v, old %v, want %v", c.name, l.Changed(), old.Changed(), c.changed)
+		}
+		got, _ := l.Bytes()
+		want, _ := old.Bytes()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %q, old %q", c.name, got, want)
+		}
+	}
+}

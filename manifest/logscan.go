@@ -914,3 +914,113 @@ func stringList(v []byte) ([]string, bool) {
 	}
 	return out, true
 }
+
+// unchangedFrom reports whether o is exactly what decodeScanned gives for
+// body (o.raw), without decoding body again: every known member compared
+// in place, absent ones against zero values, no unknown field set since.
+func (o *Observation) unchangedFrom(body []byte) bool {
+	if o.set != nil || o.setOrder != nil || o.invalid != nil || !bytes.Equal(o.raw, body) {
+		return false
+	}
+	var buf [24]member
+	ms, ok := members(buf[:0], body)
+	if !ok {
+		return false
+	}
+	var have uint32
+	for _, m := range ms {
+		k := knownIndex(m.key)
+		if k < 0 {
+			continue
+		}
+		have |= 1 << k
+		if !o.fieldIs(k, m.val) {
+			return false
+		}
+	}
+	for k := range knownKeys {
+		if have&(1<<k) == 0 && !o.fieldIs(k, []byte("null")) {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldIs reports whether typed field k holds what decoding v gives.
+func (o *Observation) fieldIs(k int, v []byte) bool {
+	null := v[0] == 'n'
+	str := func(s string) bool {
+		if null {
+			return s == ""
+		}
+		inner := v[1 : len(v)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner) == s
+		}
+		return jsonString(v) == s
+	}
+	flag := func(b bool) bool { return b == (v[0] == 't') }
+	switch k {
+	case kID:
+		return str(o.ID)
+	case kType:
+		return str(o.Type)
+	case kPattern:
+		return str(o.Pattern)
+	case kConfidence:
+		if null {
+			return o.Confidence == 0
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		return err == nil && f == o.Confidence // -0 == 0, as reflect.DeepEqual has it
+	case kObservations:
+		if null {
+			return o.Observations == 0
+		}
+		n, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
+		return err == nil && int(n) == o.Observations
+	case kFirstSeen:
+		return str(o.FirstSeen)
+	case kLastSeen:
+		return str(o.LastSeen)
+	case kStatus:
+		return str(o.Status)
+	case kEvidence:
+		if null {
+			return o.Evidence == nil
+		}
+		if o.Evidence == nil {
+			return false
+		}
+		i, n := skipWS(v, 1), 0
+		for i < len(v) && v[i] != ']' {
+			end, _ := skipString(v, i)
+			if end < 0 || n >= len(o.Evidence) || jsonString(v[i:end]) != o.Evidence[n] {
+				return false
+			}
+			n++
+			i = skipWS(v, end)
+			if i < len(v) && v[i] == ',' {
+				i = skipWS(v, i+1)
+			}
+		}
+		return n == len(o.Evidence)
+	case kDetails:
+		return str(o.Details)
+	case kQualityOK:
+		return flag(o.QualityOK)
+	case kArtifactPath:
+		return str(o.ArtifactPath)
+	case kDeprecatedAt:
+		return str(o.DeprecatedAt)
+	case kNeedsReview:
+		return flag(o.NeedsReview)
+	case kMayBeStale:
+		return flag(o.MayBeStale)
+	case kStaleReason:
+		return str(o.StaleReason)
+	case kSoftCapExceeded:
+		return flag(o.SoftCapExceeded)
+	}
+	return false
+}
