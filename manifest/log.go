@@ -295,14 +295,14 @@ type Line struct {
 	// Invalid is set when the line parses but fails Validate.
 	Invalid error
 
-	parsed bool         // the line holds an object that parses
-	obs    *Observation // decoded (or appended); nil until asked for
+	obs *Observation // decoded (or appended); nil until asked for
 	// orig is obs as decoded, to detect changes; nil for an appended
 	// observation and for one decodeScanned read from Raw (scanned), which
 	// is compared with Raw itself instead of a copy held per line.
 	orig    *Observation
+	idx     indexFields // from the scan, while obs is nil
+	parsed  bool        // the line holds an object that parses
 	scanned bool
-	idx    indexFields  // from the scan, while obs is nil
 }
 
 // Observation returns the line's observation, decoding it on first use

@@ -462,7 +462,11 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			case kArtifactPath:
 				f.artifact = jsonString(v)
 			case kPattern:
-				f.blankPattern = strings.TrimSpace(jsonString(v)) == ""
+				if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+					f.blankPattern = len(bytes.TrimSpace(inner)) == 0
+				} else {
+					f.blankPattern = strings.TrimSpace(jsonString(v)) == ""
+				}
 			}
 		}
 	}
