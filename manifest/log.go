@@ -92,6 +92,17 @@ func (o *Observation) Extra(key string) (json.RawMessage, bool) {
 	if knownKeySet[key] || o.raw == nil {
 		return nil, false
 	}
+	var buf [24]member
+	if ms, ok := members(buf[:0], o.raw); ok {
+		var v json.RawMessage
+		found := false
+		for _, m := range ms {
+			if string(m.key) == key {
+				v, found = m.val, true // the last of repeated keys, as encoding/json
+			}
+		}
+		return v, found
+	}
 	_, vals, err := objectKeys(o.raw)
 	if err != nil {
 		return nil, false
@@ -369,7 +380,9 @@ func (ln *Line) ArtifactPath() string {
 
 func (ln *Line) valid() bool { return ln.parsed && ln.Invalid == nil }
 
-// Log is the learning log: every line in file order.
+// Log is the learning log: every line in file order. Lines are decoded on
+// first use, so even reading methods (Find, Observations) modify the Log:
+// it is not safe for concurrent use.
 type Log struct {
 	Lines  []*Line
 	Exists bool // the file was there when read

@@ -236,6 +236,17 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 	if lz.Changed() || old.Changed() {
 		t.Fatalf("decoding alone counts as a change for %q", data)
 	}
+	for i, ln := range lz.Lines {
+		if o := ln.Observation(); o != nil {
+			for _, k := range []string{"x_first", "x_nested", "x<&>", "ID", "Status", "x\u00e9", `x"q`, "id", "nope"} {
+				v1, ok1 := o.Extra(k)
+				v2, ok2 := old.Lines[i].Obs.Extra(k)
+				if ok1 != ok2 || !bytes.Equal(v1, v2) {
+					t.Fatalf("line %d %q: Extra(%q) = %q %v, old %q %v", i, ln.Raw, k, v1, ok1, v2, ok2)
+				}
+			}
+		}
+	}
 	r := rand.New(rand.NewSource(seed))
 	for i, ln := range lz.Lines {
 		o := ln.Observation()
