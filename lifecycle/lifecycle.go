@@ -254,8 +254,8 @@ func freeID(log *manifest.Log, id string) string {
 	}
 	used := map[string]bool{}
 	for _, ln := range log.Lines {
-		if ln.Obs != nil {
-			used[ln.Obs.ID] = true
+		if ln.Parsed() {
+			used[ln.ID()] = true
 		}
 	}
 	for c := 'b'; c <= 'z'; c++ {

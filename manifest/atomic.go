@@ -1,9 +1,11 @@
 package manifest
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -40,6 +42,16 @@ func RemoveStaleTemps(dir string, age time.Duration) {
 // safefs); an existing path that is not a regular file (a symlink, FIFO,
 // device) is refused and left as it is.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return writeFileFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeFileFrom is WriteFile with the content streamed by write (through a
+// buffer) instead of held in memory; an error from write leaves path as it
+// was.
+func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := safefs.MkdirAll(dir); err != nil {
 		return err
@@ -71,7 +83,11 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := failpoint.Inject("write:" + filepath.Base(path)); err != nil {
 		return fail(fmt.Errorf("write %s: %w", path, err))
 	}
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := write(bw); err != nil {
+		return fail(fmt.Errorf("write %s: %w", path, err))
+	}
+	if err := bw.Flush(); err != nil {
 		return fail(fmt.Errorf("write %s: %w", path, err))
 	}
 	if err := f.Sync(); err != nil {

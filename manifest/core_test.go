@@ -507,10 +507,10 @@ func FuzzParseLog(f *testing.F) {
 		}
 		n := 0
 		for _, ln := range l.Lines {
-			if ln.Err != nil && ln.Obs != nil {
+			if ln.Err != nil && ln.Observation() != nil {
 				t.Fatal("a line is both corrupt and parsed")
 			}
-			if ln.Obs != nil {
+			if ln.Observation() != nil {
 				n++
 			}
 		}

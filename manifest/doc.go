@@ -7,7 +7,10 @@
 //
 // Reading never loses data: a log line that does not parse is kept verbatim,
 // fields this package does not know survive every rewrite, and unchanged
-// lines are written back byte for byte.
+// lines are written back byte for byte. The log is read lazily: a cheap scan
+// indexes each line by id, type, status and artifact path, a line is
+// decoded only when asked for, and a changed one is re-encoded by patching
+// its fields in their original order (log.go, logscan.go).
 package manifest
 
 import "path/filepath"

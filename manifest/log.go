@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"reflect"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/safefs"
@@ -92,6 +92,17 @@ func (o *Observation) Extra(key string) (json.RawMessage, bool) {
 	if knownKeySet[key] || o.raw == nil {
 		return nil, false
 	}
+	var buf [24]member
+	if ms, ok := members(buf[:0], o.raw); ok {
+		var v json.RawMessage
+		found := false
+		for _, m := range ms {
+			if string(m.key) == key {
+				v, found = m.val, true // the last of repeated keys, as encoding/json
+			}
+		}
+		return v, found
+	}
 	_, vals, err := objectKeys(o.raw)
 	if err != nil {
 		return nil, false
@@ -150,20 +161,24 @@ func (o *Observation) Clone() *Observation {
 // Validate reports what makes an observation unusable (DESIGN.md §1), naming
 // the field. A nil error means valid.
 func (o *Observation) Validate() error {
+	return validate(o.invalid, o.ID, o.Type, strings.TrimSpace(o.Pattern) == "")
+}
+
+func validate(invalid error, id, typ string, blankPattern bool) error {
 	switch {
-	case o.invalid != nil:
-		return o.invalid
-	case o.ID == "":
+	case invalid != nil:
+		return invalid
+	case id == "":
 		return errors.New("field id: missing")
-	case !strings.HasPrefix(o.ID, IDPrefix):
-		return fmt.Errorf("field id: %s does not start with obs_", textsafe.Quote(o.ID, 80))
-	case !ValidID(o.ID):
-		return fmt.Errorf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(o.ID, 80), MaxIDLen-len(IDPrefix))
-	case o.Type == "":
+	case !strings.HasPrefix(id, IDPrefix):
+		return fmt.Errorf("field id: %s does not start with obs_", textsafe.Quote(id, 80))
+	case !ValidID(id):
+		return fmt.Errorf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(id, 80), MaxIDLen-len(IDPrefix))
+	case typ == "":
 		return errors.New("field type: missing")
-	case !validType(o.Type):
-		return fmt.Errorf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(o.Type, 40))
-	case strings.TrimSpace(o.Pattern) == "":
+	case !validType(typ):
+		return fmt.Errorf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(typ, 40))
+	case blankPattern:
 		return errors.New("field pattern: missing")
 	}
 	return nil
@@ -200,6 +215,15 @@ func (o *Observation) UnmarshalJSON(data []byte) error {
 // MarshalJSON writes the fields in the order they were read (new fields
 // after them), unknown fields with their original raw values.
 func (o Observation) MarshalJSON() ([]byte, error) {
+	if b, ok := o.appendJSON(nil); ok {
+		return b, nil
+	}
+	return o.marshalSlow()
+}
+
+// marshalSlow is MarshalJSON through encoding/json's reflection, for what
+// appendJSON does not vouch for (it reports the same errors).
+func (o Observation) marshalSlow() ([]byte, error) {
 	typed, err := json.Marshal(plainObservation(o))
 	if err != nil {
 		return nil, err
@@ -289,25 +313,100 @@ func objectKeys(data []byte) ([]string, map[string]json.RawMessage, error) {
 	return keys, vals, nil
 }
 
-// Line is one line of the log file.
+// Line is one line of the log file. Reading a log scans each line for the
+// fields passes select by (id, type, status, artifact path) and decides,
+// exactly, whether it parses (Err) and is valid (Invalid); the observation
+// itself is decoded only when asked for (Observation, Find, Observations).
 type Line struct {
-	Raw []byte       // the line as read, without its newline
-	Obs *Observation // nil when the line is blank or does not parse
-	Err error        // why the line does not parse (corrupt), or nil
+	Raw []byte // the line as read, without its newline
+	Err error  // why the line does not parse (corrupt), or nil
 	// Invalid is set when the line parses but fails Validate.
 	Invalid error
 
-	orig *Observation // the observation as read, to detect changes
+	obs *Observation // decoded (or appended); nil until asked for
+	// orig is obs as decoded, to detect changes; nil for an appended
+	// observation and for one decodeScanned read from Raw (scanned), which
+	// is compared with Raw itself instead of a copy held per line.
+	orig    *Observation
+	idx     indexFields // from the scan, while obs is nil
+	parsed  bool        // the line holds an object that parses
+	scanned bool
 }
 
-// Log is the learning log: every line in file order.
+// Observation returns the line's observation, decoding it on first use
+// (the pointer is live: changes are written by Bytes), or nil when the line
+// is blank or corrupt. Invalid lines have one too.
+func (ln *Line) Observation() *Observation {
+	if ln.obs == nil && ln.parsed {
+		var o Observation
+		body := bytes.TrimSpace(ln.Raw)
+		if o.decodeScanned(body) {
+			ln.obs, ln.scanned = &o, true
+			return ln.obs
+		}
+		if err := o.decode(body); err != nil {
+			// The scan vouched for this line; keep it as read.
+			ln.parsed, ln.Err = false, err
+			return nil
+		}
+		ln.obs = &o
+		ln.orig = o.Clone()
+	}
+	return ln.obs
+}
+
+// Parsed reports whether the line holds an observation (valid or not).
+func (ln *Line) Parsed() bool { return ln.parsed }
+
+// Decoded reports whether the line's observation has been decoded (or was
+// appended).
+func (ln *Line) Decoded() bool { return ln.obs != nil }
+
+// ID returns the line's observation id ("" for a blank or corrupt line)
+// without decoding it.
+func (ln *Line) ID() string {
+	if ln.obs != nil {
+		return ln.obs.ID
+	}
+	return ln.idx.id
+}
+
+// Type returns the line's observation type without decoding it.
+func (ln *Line) Type() string {
+	if ln.obs != nil {
+		return ln.obs.Type
+	}
+	return ln.idx.typ
+}
+
+// Status returns the line's observation status without decoding it.
+func (ln *Line) Status() string {
+	if ln.obs != nil {
+		return ln.obs.Status
+	}
+	return ln.idx.status
+}
+
+// ArtifactPath returns the line's artifact path without decoding it.
+func (ln *Line) ArtifactPath() string {
+	if ln.obs != nil {
+		return ln.obs.ArtifactPath
+	}
+	return ln.idx.artifact
+}
+
+func (ln *Line) valid() bool { return ln.parsed && ln.Invalid == nil }
+
+// Log is the learning log: every line in file order. Lines are decoded on
+// first use, so even reading methods (Find, Observations) modify the Log:
+// it is not safe for concurrent use.
 type Log struct {
 	Lines  []*Line
 	Exists bool // the file was there when read
 	// noFinalNewline records a last line without "\n" (kept as found).
 	noFinalNewline bool
 	// byID indexes Find over the first indexed lines.
-	byID    map[string]*Observation
+	byID    map[string]*Line
 	indexed int
 }
 
@@ -315,8 +414,9 @@ type Log struct {
 // verbatim and counted as corrupt.
 const MaxLineBytes = 16 << 20
 
-// ParseLog splits data into lines and parses each one. It never fails: a line
-// that does not parse is kept with Err set.
+// ParseLog splits data into lines and scans each one. It never fails: a
+// line that does not parse is kept with Err set. data must not be modified
+// afterwards (lines keep slices of it).
 func ParseLog(data []byte) *Log {
 	l := &Log{Exists: true}
 	if len(data) == 0 {
@@ -325,42 +425,56 @@ func ParseLog(data []byte) *Log {
 	if data[len(data)-1] != '\n' {
 		l.noFinalNewline = true
 	}
+	n := bytes.Count(data, []byte{'\n'}) + 1
+	l.Lines = make([]*Line, 0, n)
+	slab := make([]Line, n) // one allocation for every line
+	var scratch []member
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var raw []byte
 		if i < 0 {
 			raw, data = data, nil
 		} else {
-			raw, data = data[:i], data[i+1:]
+			raw, data = data[:i:i], data[i+1:]
 		}
-		l.Lines = append(l.Lines, parseLine(raw))
+		ln := &slab[len(l.Lines)]
+		scratch = parseLine(ln, raw, scratch)
+		l.Lines = append(l.Lines, ln)
 	}
 	return l
 }
 
-func parseLine(raw []byte) *Line {
-	ln := &Line{Raw: raw}
+func parseLine(ln *Line, raw []byte, scratch []member) []member {
+	ln.Raw = raw
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 {
-		return ln
+		return scratch
 	}
 	if len(body) > MaxLineBytes {
 		ln.Err = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
-		return ln
+		return scratch
 	}
 	if body[0] != '{' {
 		ln.Err = errors.New("not a JSON object")
-		return ln
+		return scratch
 	}
+	f, scratch, ok := scanFields(body, scratch)
+	if ok {
+		ln.parsed, ln.idx = true, f
+		ln.Invalid = validate(nil, f.id, f.typ, f.blankPattern)
+		return scratch
+	}
+	// What the scan cannot vouch for goes through the full decoder, which
+	// says exactly why a line does not parse.
 	var o Observation
 	if err := o.decode(body); err != nil {
 		ln.Err = err
-		return ln
+		return scratch
 	}
-	ln.Obs = &o
+	ln.parsed, ln.obs = true, &o
 	ln.orig = o.Clone()
 	ln.Invalid = o.Validate()
-	return ln
+	return scratch
 }
 
 // ReadLog reads the log at path. A missing file is an empty log with Exists
@@ -376,26 +490,114 @@ func ReadLog(path string) (*Log, error) {
 	return ParseLog(data), nil
 }
 
-// Observations returns the valid observations in file order. The pointers
-// are live: changes are written by Bytes.
+// Observations returns the valid observations in file order, decoding
+// every one of them. The pointers are live: changes are written by Bytes.
+// A pass that needs only some lines uses Find, Select, ByStatus,
+// ByArtifact or Counts instead.
 func (l *Log) Observations() []*Observation {
-	var out []*Observation
-	for _, ln := range l.Lines {
-		if ln.Obs != nil && ln.Invalid == nil {
-			out = append(out, ln.Obs)
+	return l.Select(nil)
+}
+
+// LogEntry is what the scan knows of a valid line without decoding it.
+type LogEntry struct {
+	Line         int // index in Lines
+	ID           string
+	Type         string
+	Status       string
+	ArtifactPath string
+}
+
+// LogEntries returns the valid lines' index fields in file order without
+// decoding any observation.
+func (l *Log) LogEntries() []LogEntry {
+	out := make([]LogEntry, 0, len(l.Lines))
+	for i, ln := range l.Lines {
+		if ln.valid() {
+			out = append(out, LogEntry{Line: i, ID: ln.ID(), Type: ln.Type(), Status: ln.Status(), ArtifactPath: ln.ArtifactPath()})
 		}
 	}
 	return out
 }
 
-// Find returns the first valid observation with id, or nil.
+// Select returns, in file order, the valid observations whose entry keep
+// accepts (every one when keep is nil), decoding only those.
+func (l *Log) Select(keep func(LogEntry) bool) []*Observation {
+	var out []*Observation
+	for i, ln := range l.Lines {
+		if !ln.valid() {
+			continue
+		}
+		if keep != nil && !keep(LogEntry{Line: i, ID: ln.ID(), Type: ln.Type(), Status: ln.Status(), ArtifactPath: ln.ArtifactPath()}) {
+			continue
+		}
+		if o := ln.Observation(); o != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// ByStatus returns the valid observations with status, decoding only those.
+func (l *Log) ByStatus(status string) []*Observation {
+	var out []*Observation
+	for _, ln := range l.Lines {
+		if ln.valid() && ln.Status() == status {
+			if o := ln.Observation(); o != nil {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// ByArtifact returns the first valid observation whose artifact_path is
+// path, or nil, decoding only that one.
+func (l *Log) ByArtifact(path string) *Observation {
+	if path == "" {
+		return nil
+	}
+	for _, ln := range l.Lines {
+		if ln.valid() && ln.ArtifactPath() == path {
+			return ln.Observation()
+		}
+	}
+	return nil
+}
+
+// Counts tallies the valid observations by type and by status without
+// decoding them.
+func (l *Log) Counts() (byType, byStatus map[string]int) {
+	byType, byStatus = map[string]int{}, map[string]int{}
+	for _, ln := range l.Lines {
+		if ln.valid() {
+			byType[ln.Type()]++
+			byStatus[ln.Status()]++
+		}
+	}
+	return byType, byStatus
+}
+
+// Has reports whether a valid observation has id, without decoding it.
+func (l *Log) Has(id string) bool {
+	return l.findLine(id) != nil
+}
+
+// Find returns the first valid observation with id, or nil. Only that
+// line is decoded.
 func (l *Log) Find(id string) *Observation {
+	if ln := l.findLine(id); ln != nil {
+		return ln.Observation()
+	}
+	return nil
+}
+
+func (l *Log) findLine(id string) *Line {
 	if l.byID == nil || l.indexed != len(l.Lines) {
-		l.byID = make(map[string]*Observation, len(l.Lines))
+		l.byID = make(map[string]*Line, len(l.Lines))
 		for _, ln := range l.Lines {
-			if ln.Obs != nil && ln.Invalid == nil {
-				if _, dup := l.byID[ln.Obs.ID]; !dup {
-					l.byID[ln.Obs.ID] = ln.Obs
+			if ln.valid() {
+				if _, dup := l.byID[ln.ID()]; !dup {
+					l.byID[ln.ID()] = ln
 				}
 			}
 		}
@@ -406,7 +608,7 @@ func (l *Log) Find(id string) *Observation {
 
 // Append adds a new observation at the end.
 func (l *Log) Append(o *Observation) {
-	l.Lines = append(l.Lines, &Line{Obs: o})
+	l.Lines = append(l.Lines, &Line{parsed: true, obs: o})
 }
 
 // Corrupt counts lines that do not parse.
@@ -424,78 +626,174 @@ func (l *Log) Corrupt() int {
 func (l *Log) InvalidCount() int {
 	n := 0
 	for _, ln := range l.Lines {
-		if ln.Obs != nil && ln.Invalid != nil {
+		if ln.parsed && ln.Invalid != nil {
 			n++
 		}
 	}
 	return n
 }
 
+// changed reports whether the line's bytes must be re-encoded: an appended
+// observation, or a decoded one that differs from what was read. A line
+// never decoded is unchanged.
+func (ln *Line) changed() bool {
+	switch {
+	case ln.obs == nil:
+		return false
+	case ln.scanned:
+		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw))
+	case ln.orig == nil:
+		return true
+	}
+	return !sameObservation(ln.obs, ln.orig)
+}
+
+// appended reports a line Append added and no write has settled.
+func (ln *Line) appended() bool { return ln.obs != nil && ln.orig == nil && !ln.scanned }
+
 // Changed reports whether Bytes would differ from what was read.
 func (l *Log) Changed() bool {
 	for _, ln := range l.Lines {
-		if ln.Obs != nil && (ln.orig == nil || !sameObservation(ln.Obs, ln.orig)) {
+		if ln.changed() {
 			return true
 		}
 	}
 	return false
 }
 
+// sameObservation compares every field, keeping nil and empty apart the
+// way reflect.DeepEqual does, without reflection.
 func sameObservation(a, b *Observation) bool {
-	return reflect.DeepEqual(a, b)
+	if a.ID != b.ID || a.Type != b.Type || a.Pattern != b.Pattern || a.Confidence != b.Confidence ||
+		a.Observations != b.Observations || a.FirstSeen != b.FirstSeen || a.LastSeen != b.LastSeen ||
+		a.Status != b.Status || a.Details != b.Details || a.QualityOK != b.QualityOK ||
+		a.ArtifactPath != b.ArtifactPath || a.DeprecatedAt != b.DeprecatedAt || a.NeedsReview != b.NeedsReview ||
+		a.MayBeStale != b.MayBeStale || a.StaleReason != b.StaleReason || a.SoftCapExceeded != b.SoftCapExceeded ||
+		a.invalid != b.invalid || !bytes.Equal(a.raw, b.raw) || (a.raw == nil) != (b.raw == nil) {
+		return false
+	}
+	if (a.Evidence == nil) != (b.Evidence == nil) || len(a.Evidence) != len(b.Evidence) {
+		return false
+	}
+	for i := range a.Evidence {
+		if a.Evidence[i] != b.Evidence[i] {
+			return false
+		}
+	}
+	if (a.set == nil) != (b.set == nil) || len(a.set) != len(b.set) || len(a.setOrder) != len(b.setOrder) ||
+		(a.setOrder == nil) != (b.setOrder == nil) {
+		return false
+	}
+	for i := range a.setOrder {
+		if a.setOrder[i] != b.setOrder[i] {
+			return false
+		}
+	}
+	for k, v := range a.set {
+		w, ok := b.set[k]
+		if !ok || !bytes.Equal(v, w) || (v == nil) != (w == nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // Bytes renders the log: unchanged lines byte for byte, changed and new
 // observations re-encoded with their unknown fields.
 func (l *Log) Bytes() ([]byte, error) {
-	b, _, err := l.encode()
-	return b, err
-}
-
-// encode renders the log and returns, per line, the bytes of its
-// re-encoded observation (nil for lines written verbatim).
-func (l *Log) encode() ([]byte, [][]byte, error) {
-	var buf bytes.Buffer
-	fresh := make([][]byte, len(l.Lines))
+	fresh, err := l.encodeChanged()
+	if err != nil {
+		return nil, err
+	}
+	size := len(l.Lines)
 	for i, ln := range l.Lines {
-		if ln.Obs != nil && (ln.orig == nil || !sameObservation(ln.Obs, ln.orig)) {
-			b, err := json.Marshal(ln.Obs)
-			if err != nil {
-				return nil, nil, fmt.Errorf("encode observation %s: %w", ln.Obs.ID, err)
-			}
-			fresh[i] = b
-			buf.Write(b)
+		if fresh != nil && fresh[i] != nil {
+			size += len(fresh[i])
 		} else {
-			buf.Write(ln.Raw)
-		}
-		if i < len(l.Lines)-1 || !l.noFinalNewline || ln.orig == nil && ln.Obs != nil {
-			buf.WriteByte('\n')
+			size += len(ln.Raw)
 		}
 	}
-	return buf.Bytes(), fresh, nil
+	var buf bytes.Buffer
+	buf.Grow(size)
+	l.writeLines(&buf, fresh)
+	return buf.Bytes(), nil
 }
 
-// WriteLog atomically replaces path with the log's bytes. Afterwards the
-// log counts as unchanged again; observation pointers stay valid.
+// encodeChanged re-encodes the changed and new observations: per line the
+// new bytes, nil for a line written as read (fresh is nil when no line
+// changed).
+func (l *Log) encodeChanged() ([][]byte, error) {
+	var fresh [][]byte
+	for i, ln := range l.Lines {
+		if !ln.changed() {
+			continue
+		}
+		b, ok := ln.obs.appendJSON(nil)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(ln.obs); err != nil {
+				return nil, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+			}
+		}
+		if fresh == nil {
+			fresh = make([][]byte, len(l.Lines))
+		}
+		fresh[i] = b
+	}
+	return fresh, nil
+}
+
+// writeLines writes every line, fresh bytes for re-encoded ones, and
+// reports whether the output ends with a newline.
+func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) {
+	nl := []byte{'\n'}
+	for i, ln := range l.Lines {
+		out := ln.Raw
+		if fresh != nil && fresh[i] != nil {
+			out = fresh[i]
+		}
+		if _, err := w.Write(out); err != nil {
+			return false, err
+		}
+		newline = i < len(l.Lines)-1 || !l.noFinalNewline || ln.appended()
+		if newline {
+			if _, err := w.Write(nl); err != nil {
+				return false, err
+			}
+		}
+	}
+	return newline, nil
+}
+
+// WriteLog atomically replaces path with the log's bytes, streamed to the
+// file: only re-encoded lines are held besides what was read. Afterwards
+// the log counts as unchanged again; observation pointers stay valid.
 func WriteLog(path string, l *Log) error {
-	b, fresh, err := l.encode()
+	fresh, err := l.encodeChanged()
 	if err != nil {
 		return err
 	}
-	if err := WriteFile(path, b, 0o644); err != nil {
+	var newline bool
+	err = writeFileFrom(path, 0o644, func(w io.Writer) error {
+		var err error
+		newline, err = l.writeLines(w, fresh)
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	for i, ln := range l.Lines {
+	for i := range fresh {
 		if fresh[i] == nil {
 			continue
 		}
+		ln := l.Lines[i]
 		ln.Raw = fresh[i]
-		ln.Obs.raw = fresh[i]
-		ln.Obs.set, ln.Obs.setOrder = nil, nil
-		ln.orig = ln.Obs.Clone()
-		ln.Invalid = ln.Obs.Validate()
+		ln.obs.raw = fresh[i]
+		ln.obs.set, ln.obs.setOrder = nil, nil
+		ln.orig, ln.scanned = ln.obs.Clone(), false
+		ln.Invalid = ln.obs.Validate()
 	}
-	if len(b) > 0 && b[len(b)-1] == '\n' {
+	if newline {
 		l.noFinalNewline = false
 	}
 	l.Exists = true

@@ -48,10 +48,10 @@ func splitLog(data []byte) logSide {
 		if len(bytes.TrimSpace(ln.Raw)) == 0 {
 			continue
 		}
-		if ln.Obs != nil && ln.Obs.ID != "" {
-			if _, dup := s.byID[ln.Obs.ID]; !dup {
-				s.byID[ln.Obs.ID] = ln
-				s.order = append(s.order, logItem{id: ln.Obs.ID, raw: ln.Raw})
+		if o := ln.Observation(); o != nil && o.ID != "" {
+			if _, dup := s.byID[o.ID]; !dup {
+				s.byID[o.ID] = ln
+				s.order = append(s.order, logItem{id: o.ID, raw: ln.Raw})
 				continue
 			}
 			// A second line with the same id is kept as it is.
@@ -109,9 +109,9 @@ func Log(base, ours, theirs []byte) ([]byte, Report) {
 		}
 		var base *manifest.Observation
 		if inO {
-			base = lo.Obs
+			base = lo.Observation()
 		}
-		m := mergeObservation(base, la.Obs, lb.Obs)
+		m := mergeObservation(base, la.Observation(), lb.Observation())
 		enc, err := json.Marshal(m)
 		if err != nil {
 			rep.note("observation %s: cannot encode the merge (%v); kept both sides' lines", it.id, err)
@@ -158,8 +158,8 @@ func sameLine(x, y *manifest.Line) bool {
 	if bytes.Equal(x.Raw, y.Raw) {
 		return true
 	}
-	bx, err1 := json.Marshal(x.Obs)
-	by, err2 := json.Marshal(y.Obs)
+	bx, err1 := json.Marshal(x.Observation())
+	by, err2 := json.Marshal(y.Observation())
 	return err1 == nil && err2 == nil && bytes.Equal(bx, by)
 }
 

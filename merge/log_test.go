@@ -193,10 +193,10 @@ func TestLogLines(t *testing.T) {
 func observationsOf(data []byte) map[string]string {
 	out := map[string]string{}
 	for _, ln := range manifest.ParseLog(data).Lines {
-		if ln.Obs == nil || ln.Obs.ID == "" {
+		if ln.Observation() == nil || ln.Observation().ID == "" {
 			continue
 		}
-		o := ln.Obs
+		o := ln.Observation()
 		out[o.ID] += strings.Join([]string{o.Status, o.FirstSeen, o.LastSeen, jsonStr(o.Observations), jsonStr(o.QualityOK), jsonStr(o.NeedsReview), jsonStr(o.MayBeStale)}, "|") + ";"
 	}
 	return out

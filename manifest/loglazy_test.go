@@ -1,0 +1,562 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Values a generated line draws from: escapes, HTML characters, control
+// bytes, U+2028, invalid UTF-8, blank patterns, look-alike ids.
+var lazyStrings = []string{
+	"", " ", "obs_a", "obs_b", "obs_a", "obs_x.y-z", "obs_bad id", "nope", "obs_é",
+	"decision", "pitfall", "workflow", "procedural", "lesson",
+	"observing", "ready", "created", "deprecated",
+	"Use <b>SQLite</b> & \"quotes\"", "tab\tnew\nline\r\b\f\x01\x1f", "back\\slash /",
+	"line\u2028sep\u2029", "bad \xff\xfe utf8", "emoji 🎉 ünïcode", ".claude/commands/self-learning/x.md",
+	".memory/knowledge/decisions.md#ADR-001", "2026-01-02T03:04:05Z",
+}
+
+var lazyNumbers = []string{"0", "-0", "0.5", "0.50", "1", "3", "1e2", "1.5", "-2", "1e-7", "1e21", "123456789", "1e400", "9223372036854775808", "0.000001"}
+
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.Intn(len(xs))] }
+
+func ws(r *rand.Rand) string {
+	if r.Intn(4) == 0 {
+		return pick(r, []string{" ", "\t", "  ", "\r"})
+	}
+	return ""
+}
+
+func jsonStr(r *rand.Rand, s string) string {
+	if r.Intn(6) == 0 && s != "" {
+		// an escaped spelling of the same string
+		var b strings.Builder
+		b.WriteByte('"')
+		for _, c := range s {
+			if c < 0x10000 {
+				fmt.Fprintf(&b, `\u%04x`, c)
+			} else {
+				b.WriteString(string(c))
+			}
+		}
+		b.WriteByte('"')
+		return b.String()
+	}
+	if r.Intn(8) == 0 {
+		return `"` + s + `"` // raw, maybe invalid JSON (a control byte, a quote)
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// genValue returns a JSON value for key k, mostly of the right type.
+func genValue(r *rand.Rand, k string) string {
+	if r.Intn(12) == 0 {
+		return pick(r, []string{"null", `"x"`, "7", "true", `{"a":[1,"b"]}`, "[]", `[null]`, `[1]`})
+	}
+	switch k {
+	case "confidence", "observations":
+		return pick(r, lazyNumbers)
+	case "quality_ok", "needsReview", "mayBeStale", "softCapExceeded":
+		return pick(r, []string{"true", "false"})
+	case "evidence":
+		n := r.Intn(3)
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = ws(r) + jsonStr(r, pick(r, lazyStrings)) + ws(r)
+		}
+		return "[" + ws(r) + strings.Join(parts, ",") + "]"
+	}
+	if strings.HasPrefix(k, "x") || k == "ID" || k == "Status" {
+		return pick(r, []string{`{"k":[1,2.50]}`, `"v"`, "12", "null", `[ "a" , {"b":"}"} ]`, jsonStr(r, pick(r, lazyStrings))})
+	}
+	return jsonStr(r, pick(r, lazyStrings))
+}
+
+// genLine returns one log line: mostly observations with their keys in a
+// random order, unknown fields, odd spacing; sometimes garbage.
+func genLine(r *rand.Rand) string {
+	switch r.Intn(20) {
+	case 0:
+		return ""
+	case 1:
+		return "not json"
+	case 2:
+		return `{"id":"obs_cut","type":`
+	case 3:
+		return "[1,2]"
+	}
+	keys := []string{"id", "type", "pattern"}
+	for _, k := range append(append([]string(nil), knownKeys[3:]...), "x_first", "x_nested", "x<&>", "ID", "Status", "x\u00e9", `x\"q`) {
+		if r.Intn(3) == 0 {
+			keys = append(keys, k)
+		}
+	}
+	if r.Intn(10) == 0 {
+		keys = keys[1:] // no id
+	}
+	if r.Intn(15) == 0 {
+		keys = append(keys, pick(r, keys)) // a repeated key
+	}
+	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+	var b strings.Builder
+	b.WriteString(ws(r) + "{" + ws(r))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(ws(r) + "," + ws(r))
+		}
+		var v string
+		switch k {
+		case "id":
+			v = jsonStr(r, pick(r, []string{"obs_a", "obs_b", "obs_c", "obs_a", "bad", "obs_x y", ""}))
+		case "type":
+			v = jsonStr(r, pick(r, Types))
+		case "pattern":
+			v = jsonStr(r, pick(r, []string{"a pattern", " ", "Use <b>SQLite</b>", "p\u2028"}))
+		default:
+			v = genValue(r, k)
+		}
+		key := k
+		if k == `x\"q` {
+			key = `x\"q` // already escaped
+		} else {
+			kb, _ := json.Marshal(k)
+			key = string(kb[1 : len(kb)-1])
+		}
+		b.WriteString(`"` + key + `"` + ws(r) + ":" + ws(r) + v)
+	}
+	b.WriteString(ws(r) + "}" + ws(r))
+	return b.String()
+}
+
+func genLog(r *rand.Rand) []byte {
+	n := r.Intn(6)
+	lines := make([]string, n)
+	for i := range lines {
+		lines[i] = genLine(r)
+	}
+	s := strings.Join(lines, "\n")
+	if n > 0 && r.Intn(3) > 0 {
+		s += "\n"
+	}
+	return []byte(s)
+}
+
+// change applies one random field change to o.
+func change(r *rand.Rand, o *Observation) {
+	str := func() string { return pick(r, lazyStrings) }
+	switch r.Intn(20) {
+	case 0:
+		o.ID = str()
+	case 1:
+		o.Type = str()
+	case 2:
+		o.Pattern = str()
+	case 3:
+		o.Confidence = pick(r, []float64{0, 0.5, 1e-7, 1e21, 123456789, -0.25, 1.0 / 3, 1e-300, 5e-324})
+	case 4:
+		o.Observations = pick(r, []int{0, 1, 2, -5, math.MaxInt64})
+	case 5:
+		o.FirstSeen = str()
+	case 6:
+		o.LastSeen = str()
+	case 7:
+		o.Status = str()
+	case 8:
+		o.Evidence = pick(r, [][]string{nil, {}, {str()}, {str(), str()}})
+	case 9:
+		o.Details = str()
+	case 10:
+		o.QualityOK = !o.QualityOK
+	case 11:
+		o.ArtifactPath = pick(r, []string{"", str()})
+	case 12:
+		o.DeprecatedAt = pick(r, []string{"", str()})
+	case 13:
+		o.NeedsReview = !o.NeedsReview
+	case 14:
+		o.MayBeStale = !o.MayBeStale
+	case 15:
+		o.StaleReason = pick(r, []string{"", str()})
+	case 16:
+		o.SoftCapExceeded = !o.SoftCapExceeded
+	case 17:
+		o.SetExtra(pick(r, []string{"x_first", "x_new", "x<&>", "status", "ID", "x_nested"}), json.RawMessage(pick(r, []string{`1`, `"s"`, `{"a":null}`})))
+	case 18:
+		if r.Intn(40) == 0 {
+			o.Confidence = math.NaN()
+		}
+	case 19:
+		if e := o.Evidence; len(e) > 0 {
+			e[0] = str()
+		}
+	}
+}
+
+// checkAgainstOld parses data both ways, checks that the lazy reading
+// agrees with the old eager one line by line, applies the same random
+// changes to both (seeded by seed) and appends the same new observation,
+// and checks that both encode to the same bytes (or fail alike).
+func checkAgainstOld(t *testing.T, data []byte, seed int64) {
+	t.Helper()
+	lz, old := ParseLog(data), oldParseLog(data)
+	if len(lz.Lines) != len(old.Lines) || lz.Corrupt() != old.Corrupt() || lz.InvalidCount() != old.InvalidCount() {
+		t.Fatalf("lines %d/%d corrupt %d/%d invalid %d/%d for %q", len(lz.Lines), len(old.Lines), lz.Corrupt(), old.Corrupt(), lz.InvalidCount(), old.InvalidCount(), data)
+	}
+	for i, ln := range lz.Lines {
+		ol := old.Lines[i]
+		if fmt.Sprint(ln.Err) != strings.ReplaceAll(fmt.Sprint(ol.Err), "oldPlainObservation", "plainObservation") || fmt.Sprint(ln.Invalid) != fmt.Sprint(ol.Invalid) {
+			t.Fatalf("line %d %q: err %v / %v, invalid %v / %v", i, ln.Raw, ln.Err, ol.Err, ln.Invalid, ol.Invalid)
+		}
+		if ol.Obs != nil && (ln.ID() != ol.Obs.ID || ln.Type() != ol.Obs.Type || ln.Status() != ol.Obs.Status || ln.ArtifactPath() != ol.Obs.ArtifactPath) {
+			t.Fatalf("line %d %q: index fields %q %q %q %q before decoding, decoded %q %q %q %q", i, ln.Raw,
+				ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ol.Obs.ID, ol.Obs.Type, ol.Obs.Status, ol.Obs.ArtifactPath)
+		}
+	}
+	for _, id := range []string{"obs_a", "obs_b", "obs_c", "obs_x y"} {
+		a, b := lz.Find(id), old.Find(id)
+		if (a == nil) != (b == nil) || a != nil && !reflect.DeepEqual(oldObservation(*a), *b) {
+			t.Fatalf("Find(%s) = %+v, old %+v", id, a, b)
+		}
+	}
+	for i, ln := range lz.Lines {
+		o, ol := ln.Observation(), old.Lines[i].Obs
+		if (o == nil) != (ol == nil) || o != nil && !reflect.DeepEqual(oldObservation(*o), *ol) {
+			t.Fatalf("line %d %q decodes to %+v, old %+v", i, ln.Raw, o, ol)
+		}
+	}
+	if lz.Changed() || old.Changed() {
+		t.Fatalf("decoding alone counts as a change for %q", data)
+	}
+	for i, ln := range lz.Lines {
+		if o := ln.Observation(); o != nil {
+			for _, k := range []string{"x_first", "x_nested", "x<&>", "ID", "Status", "x\u00e9", `x"q`, "id", "nope"} {
+				v1, ok1 := o.Extra(k)
+				v2, ok2 := old.Lines[i].Obs.Extra(k)
+				if ok1 != ok2 || !bytes.Equal(v1, v2) {
+					t.Fatalf("line %d %q: Extra(%q) = %q %v, old %q %v", i, ln.Raw, k, v1, ok1, v2, ok2)
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(seed))
+	for i, ln := range lz.Lines {
+		o := ln.Observation()
+		if o == nil || r.Intn(3) == 0 {
+			continue
+		}
+		for n := r.Intn(4); n >= 0; n-- {
+			change(r, o)
+		}
+		*old.Lines[i].Obs = oldObservation(*o)
+	}
+	if r.Intn(2) == 0 {
+		n := &Observation{ID: "obs_new", Type: Decision, Pattern: "n", Evidence: []string{}}
+		for k := r.Intn(5); k >= 0; k-- {
+			change(r, n)
+		}
+		lz.Append(n)
+		on := oldObservation(*n)
+		old.Append(&on)
+	}
+	if lz.Changed() != old.Changed() {
+		t.Fatalf("Changed %v, old %v", lz.Changed(), old.Changed())
+	}
+	got, err1 := lz.Bytes()
+	want, err2 := old.Bytes()
+	if fmt.Sprint(err1) != strings.ReplaceAll(fmt.Sprint(err2), "oldObservation", "Observation") || !bytes.Equal(got, want) {
+		t.Fatalf("encoding differs for %q:\n new: %q (%v)\n old: %q (%v)", data, got, err1, want, err2)
+	}
+	for _, ln := range lz.Lines {
+		if o := ln.Observation(); o != nil {
+			b1, e1 := json.Marshal(o)
+			b2, e2 := json.Marshal(oldObservation(*o))
+			if fmt.Sprint(e1 != nil) != fmt.Sprint(e2 != nil) || !bytes.Equal(b1, b2) {
+				t.Fatalf("MarshalJSON differs: %q (%v) / %q (%v)", b1, e1, b2, e2)
+			}
+		}
+	}
+}
+
+// The lazy log reads, counts, finds and encodes exactly like the old
+// eager one, over thousands of generated logs with random field changes.
+func TestLogLazyMatchesOld(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	n := 4000
+	if testing.Short() {
+		n = 500
+	}
+	for i := 0; i < n; i++ {
+		data := genLog(r)
+		t.Run("", func(t *testing.T) { checkAgainstOld(t, data, int64(i)) })
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// FuzzLogLazyMatchesOld: the differential test driven by the fuzzer: any
+// input and any seed of random field changes.
+func FuzzLogLazyMatchesOld(f *testing.F) {
+	for _, s := range logSeeds {
+		f.Add([]byte(s), int64(1))
+	}
+	r := rand.New(rand.NewSource(3))
+	for i := 0; i < 40; i++ {
+		f.Add(genLog(r), int64(i))
+	}
+	f.Add([]byte("{\"id\":\"obs_a\",\"ID\":\"obs_b\",\"Type\":\"decision\",\"pattern\":\"case\"}\n"), int64(2))
+	f.Add([]byte("{\"id\":\"obs_a\",\"type\":\"decision\",\"pattern\":\"p\",\"ſtatus\":\"ready\",\"\u212aey\":1}\n"), int64(3))
+	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
+		checkAgainstOld(t, data, seed)
+	})
+}
+
+// Finding and patching one line of a large log decodes that line only;
+// every other line is written back from its bytes.
+func TestLogDecodesOnlyWhatIsAsked(t *testing.T) {
+	data := benchLog(500)
+	l := ParseLog(data)
+	o := l.Find("obs_g250")
+	if o == nil {
+		t.Fatal("obs_g250 not found")
+	}
+	o.Status = Ready
+	o.Observations++
+	decoded := 0
+	for _, ln := range l.Lines {
+		if ln.Decoded() {
+			decoded++
+		}
+	}
+	if decoded != 1 {
+		t.Errorf("%d lines decoded after one Find, want 1", decoded)
+	}
+	got, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := oldParseLog(data)
+	oo := old.Find("obs_g250")
+	oo.Status = Ready
+	oo.Observations++
+	want, _ := old.Bytes()
+	if !bytes.Equal(got, want) {
+		t.Fatal("patched log differs from the old encoder's")
+	}
+	a, b := bytes.Split(data, []byte("\n")), bytes.Split(got, []byte("\n"))
+	diff := 0
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			diff++
+		}
+	}
+	if len(a) != len(b) || diff != 1 {
+		t.Errorf("%d lines of %d differ after one patch, want 1", diff, len(a))
+	}
+}
+
+// The cheap accessors select by the index fields without decoding, keep
+// "first valid id wins", and see changes made to decoded observations.
+func TestLogAccessors(t *testing.T) {
+	in := strings.Join([]string{
+		`{"id":"obs_dup","type":"decision","pattern":" "}`, // invalid: blank pattern
+		`{"id":"obs_dup","type":"pitfall","pattern":"second wins","status":"ready","artifact_path":".memory/knowledge/pitfalls.md#PF-001"}`,
+		`{"id":"obs_dup","type":"workflow","pattern":"third","status":"ready"}`,
+		`{"id":"obs_w","type":"workflow","pattern":"w","status":"created","artifact_path":".claude/commands/self-learning/w.md"}`,
+		`{"id":"obs_cut","type":`,
+		`{"id":"obs_o","type":"procedural","pattern":"o","status":"observing"}`,
+		`{"id":"obs_case","Type":"decision","pattern":"case variant, full decode"}`,
+	}, "\n") + "\n"
+	l := ParseLog([]byte(in))
+	// encoding/json fills type from "Type": obs_case is valid.
+	if !l.Has("obs_case") || !l.Has("obs_o") || l.Has("obs_cut") {
+		t.Errorf("Has: obs_case %v, obs_o %v, obs_cut %v", l.Has("obs_case"), l.Has("obs_o"), l.Has("obs_cut"))
+	}
+	if o := l.Find("obs_dup"); o == nil || o.Pattern != "second wins" {
+		t.Fatalf("Find(obs_dup) = %+v, want the second line (the first is invalid)", o)
+	}
+	byType, byStatus := l.Counts()
+	wantType := map[string]int{Pitfall: 1, Workflow: 2, Procedural: 1, Decision: 1}
+	wantStatus := map[string]int{Ready: 2, Created: 1, Observing: 1, "": 1}
+	if !reflect.DeepEqual(byType, wantType) || !reflect.DeepEqual(byStatus, wantStatus) {
+		t.Errorf("Counts = %v %v, want %v %v", byType, byStatus, wantType, wantStatus)
+	}
+	if got := l.ByStatus(Ready); len(got) != 2 || got[0].Pattern != "second wins" || got[1].Pattern != "third" {
+		t.Errorf("ByStatus(ready) = %+v", got)
+	}
+	if o := l.ByArtifact(".claude/commands/self-learning/w.md"); o == nil || o.ID != "obs_w" {
+		t.Errorf("ByArtifact = %+v", o)
+	}
+	if o := l.ByArtifact(""); o != nil {
+		t.Errorf("ByArtifact(\"\") = %+v, want nil", o)
+	}
+	sel := l.Select(func(e LogEntry) bool { return e.Type == Workflow })
+	if len(sel) != 2 || sel[0].Pattern != "third" || sel[1].ID != "obs_w" {
+		t.Errorf("Select(workflow) = %+v", sel)
+	}
+	// A change to a decoded observation is what the accessors see.
+	l.Find("obs_w").Status = Deprecated
+	if got := l.ByStatus(Created); len(got) != 0 {
+		t.Errorf("ByStatus(created) after a change = %+v", got)
+	}
+	es := l.LogEntries()
+	if len(es) != 5 || es[0].Line != 1 || es[2].Status != Deprecated || es[4].ID != "obs_case" {
+		t.Errorf("LogEntries = %+v", es)
+	}
+	if l.Corrupt() != 1 || l.InvalidCount() != 1 {
+		t.Errorf("corrupt %d invalid %d, want 1 and 1", l.Corrupt(), l.InvalidCount())
+	}
+}
+
+// benchLog returns n lines the shape bench/gen writes: known fields, an
+// unknown one, evidence, a few artifacts.
+func benchLog(n int) []byte {
+	var b bytes.Buffer
+	statuses := []string{Observing, Ready, Created, Deprecated}
+	for i := 0; i < n; i++ {
+		art := ""
+		if i%5 == 0 {
+			art = fmt.Sprintf(`,"artifact_path":".claude/commands/self-learning/g%d.md"`, i)
+		}
+		fmt.Fprintf(&b, `{"id":"obs_g%d","type":"%s","pattern":"Run make check before pushing change %d","confidence":0.%d,"observations":%d,"first_seen":"2026-01-02T03:04:05Z","last_seen":"2026-02-03T04:05:06Z","status":"%s","evidence":["session %d: ran make check","CI failed on lint <gofmt>"],"details":"step 1: make check\nstep 2: push","quality_ok":true%s,"x_tool":{"v":2}}`+"\n",
+			i, Types[i%4], i, i%10, i%7+1, statuses[i%4], i, art)
+	}
+	return b.Bytes()
+}
+
+// FuzzValidMembers: the scan's own JSON check never accepts what json.Valid
+// refuses (a line it accepts skips encoding/json entirely), and accepts the
+// objects the log holds.
+func FuzzValidMembers(f *testing.F) {
+	for _, s := range logSeeds {
+		for _, line := range strings.Split(s, "\n") {
+			f.Add([]byte(line))
+		}
+	}
+	for _, s := range []string{`{"a":"\u00e9\ud800","b":[1,-0.5e+7,{"c":null}],"d":true}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":tru}`, `{"a":[1,]}`, `{"a":1}}`, `{"a" 1}`, `{}`, `{ }`, `{"a":-}`, `{"a":1e}`, `{"a":"\u12"}`} {
+		f.Add([]byte(s))
+	}
+	r := rand.New(rand.NewSource(5))
+	for i := 0; i < 30; i++ {
+		f.Add([]byte(genLine(r)))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, ok := validMembers(nil, data)
+		if ok && !json.Valid(data) {
+			t.Fatalf("validMembers accepts invalid JSON %q", data)
+		}
+		if ok {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(data, &m); err != nil || len(m) > len(ms) {
+				t.Fatalf("%q: %d members, encoding/json sees %d (%v)", data, len(ms), len(m), err)
+			}
+			for _, x := range ms {
+				if v, found := m[string(x.key)]; !found || !json.Valid(x.val) || len(m) == len(ms) && !bytes.Equal(bytes.TrimSpace(v), x.val) {
+					t.Fatalf("%q: member %q = %q, encoding/json %q", data, x.key, x.val, v)
+				}
+			}
+		}
+		if _, plain := members(nil, data); plain && json.Valid(data) && bytes.Count(data, []byte("[")) < 100 && bytes.Count(data, []byte("{")) < 100 && !ok {
+			t.Fatalf("validMembers refuses valid JSON %q", data)
+		}
+	})
+}
+
+// WriteLog streams the file: what it writes is Bytes, past the write
+// buffer's size; an observation that cannot be encoded leaves the file as
+// it was and says which one.
+func TestWriteLogStreams(t *testing.T) {
+	data := benchLog(3000) // about 1 MiB
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	if err := WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Find("obs_g2999").Pattern = "patched <last>"
+	l.Find("obs_g7").SetExtra("x_new", json.RawMessage(`{"a": [1, 2]}`))
+	want, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLog(path, l); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, want) || !bytes.Contains(got, []byte(`"x_new":{"a":[1,2]}`)) {
+		t.Fatalf("written file differs from Bytes (%d / %d bytes)", len(got), len(want))
+	}
+	if l.Changed() {
+		t.Error("changed after WriteLog")
+	}
+	l.Find("obs_g5").Confidence = math.NaN()
+	err = WriteLog(path, l)
+	if err == nil || !strings.Contains(err.Error(), "encode observation obs_g5") {
+		t.Fatalf("WriteLog of a NaN confidence: %v", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, got) {
+		t.Error("a failed WriteLog changed the file")
+	}
+}
+
+// Change detection compares a decoded observation with its line in place
+// (no copy held per line) and agrees with the old reflect.DeepEqual on
+// the edge cases: -0 set to 0, a value set to what it was, an escaped
+// string set to its decoded value, evidence edited in place, null and
+// empty evidence, an unknown field set.
+func TestLogChangeDetection(t *testing.T) {
+	line := `{"id":"obs_a","type":"decision","pattern":"p\u00e9 \"q\"","confidence":-0,"observations":2,"evidence":["e1","e2"],"details":null,"x":1}`
+	cases := []struct {
+		name    string
+		edit    func(o *Observation)
+		changed bool
+	}{
+		{"nothing", func(o *Observation) {}, false},
+		{"-0 set to 0", func(o *Observation) { o.Confidence = 0 }, false},
+		{"same pattern", func(o *Observation) { o.Pattern = "pé \"q\"" }, false},
+		{"same count", func(o *Observation) { o.Observations = 2 }, false},
+		{"details still empty", func(o *Observation) { o.Details = "" }, false},
+		{"count", func(o *Observation) { o.Observations = 3 }, true},
+		{"evidence in place", func(o *Observation) { o.Evidence[1] = "e3" }, true},
+		{"evidence emptied", func(o *Observation) { o.Evidence = []string{} }, true},
+		{"evidence nil", func(o *Observation) { o.Evidence = nil }, true},
+		{"unknown field", func(o *Observation) { o.SetExtra("x", json.RawMessage("1")) }, true},
+		{"artifact set", func(o *Observation) { o.ArtifactPath = "a.md" }, true},
+		{"flag set", func(o *Observation) { o.MayBeStale = true }, true},
+	}
+	for _, c := range cases {
+		l, old := ParseLog([]byte(line)), oldParseLog([]byte(line))
+		o := l.Find("obs_a")
+		oo := old.Find("obs_a")
+		// The same edit on a copy of the old observation (evidence shared
+		// as the edit shares it), then copied over.
+		c.edit(o)
+		var ev []string
+		if oo.Evidence != nil {
+			ev = append([]string{}, oo.Evidence...)
+		}
+		cp := Observation(*oo)
+		cp.Evidence = ev
+		c.edit(&cp)
+		*oo = oldObservation(cp)
+		if l.Changed() != c.changed || old.Changed() != c.changed {
+			t.Errorf("%s: Changed() = %v, old %v, want %v", c.name, l.Changed(), old.Changed(), c.changed)
+		}
+		got, _ := l.Bytes()
+		want, _ := old.Bytes()
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %q, old %q", c.name, got, want)
+		}
+	}
+}
