@@ -503,13 +503,13 @@ func prune(log *manifest.Log, keep map[string]bool) map[string]bool {
 	kept := map[string]bool{}
 	key := []byte(`"` + Field + `"`)
 	for _, ln := range log.Lines {
-		o := ln.Obs
-		if o == nil {
-			continue
-		}
 		// Only lines as read or last written carry the field (marks are
 		// always written before they are pruned): no JSON parse per line.
 		if !bytes.Contains(ln.Raw, key) {
+			continue
+		}
+		o := ln.Observation()
+		if o == nil {
 			continue
 		}
 		have := ids(o)
@@ -534,8 +534,11 @@ func prune(log *manifest.Log, keep map[string]bool) map[string]bool {
 // mark records item id on every observation with one of touched's ids.
 func mark(log *manifest.Log, touched []string, id string) {
 	for _, ln := range log.Lines {
-		o := ln.Obs
-		if o == nil || !slices.Contains(touched, o.ID) {
+		if !ln.Parsed() || !slices.Contains(touched, ln.ID()) {
+			continue
+		}
+		o := ln.Observation()
+		if o == nil {
 			continue
 		}
 		have := ids(o)
