@@ -53,3 +53,20 @@ func TestParseInputEveryWrongField(t *testing.T) {
 		t.Errorf("%q names a field that is fine", verr)
 	}
 }
+
+// Every problem of an observation is named, not only the first.
+func TestValidateNamesEveryProblem(t *testing.T) {
+	obs, err := ParseInput([]byte(`{"id":"bad id","type":"wrkflow"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	verr := obs[0].Validate()
+	if verr == nil {
+		t.Fatal("validated")
+	}
+	for _, w := range []string{"field id: \"bad id\" does not start with obs_", "field type: unknown type \"wrkflow\"", "field pattern: missing"} {
+		if !strings.Contains(verr.Error(), w) {
+			t.Errorf("%q lacks %q", verr, w)
+		}
+	}
+}

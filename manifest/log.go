@@ -164,24 +164,36 @@ func (o *Observation) Validate() error {
 	return validate(o.invalid, o.ID, o.Type, strings.TrimSpace(o.Pattern) == "")
 }
 
+// validate names every problem of an observation, not only the first, so
+// a person fixes the input in one go: "field id: missing; field pattern:
+// missing". Fields of the wrong JSON type (invalid) are listed by the
+// decoder already.
 func validate(invalid error, id, typ string, blankPattern bool) error {
-	switch {
-	case invalid != nil:
+	if invalid != nil {
 		return invalid
-	case id == "":
-		return errors.New("field id: missing")
-	case !strings.HasPrefix(id, IDPrefix):
-		return fmt.Errorf("field id: %s does not start with obs_", textsafe.Quote(id, 80))
-	case !ValidID(id):
-		return fmt.Errorf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(id, 80), MaxIDLen-len(IDPrefix))
-	case typ == "":
-		return errors.New("field type: missing")
-	case !validType(typ):
-		return fmt.Errorf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(typ, 40))
-	case blankPattern:
-		return errors.New("field pattern: missing")
 	}
-	return nil
+	var probs []string
+	switch {
+	case id == "":
+		probs = append(probs, "field id: missing")
+	case !strings.HasPrefix(id, IDPrefix):
+		probs = append(probs, fmt.Sprintf("field id: %s does not start with obs_", textsafe.Quote(id, 80)))
+	case !ValidID(id):
+		probs = append(probs, fmt.Sprintf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(id, 80), MaxIDLen-len(IDPrefix)))
+	}
+	switch {
+	case typ == "":
+		probs = append(probs, "field type: missing")
+	case !validType(typ):
+		probs = append(probs, fmt.Sprintf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(typ, 40)))
+	}
+	if blankPattern {
+		probs = append(probs, "field pattern: missing")
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(probs, "; "))
 }
 
 func validType(t string) bool {

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // oldObservation is one line of the learning log. Fields other tools add are
@@ -101,23 +100,8 @@ func (o *oldObservation) Clone() *oldObservation {
 // Validate reports what makes an observation unusable (DESIGN.md §1), naming
 // the field. A nil error means valid.
 func (o *oldObservation) Validate() error {
-	switch {
-	case o.invalid != nil:
-		return o.invalid
-	case o.ID == "":
-		return errors.New("field id: missing")
-	case !strings.HasPrefix(o.ID, IDPrefix):
-		return fmt.Errorf("field id: %s does not start with obs_", textsafe.Quote(o.ID, 80))
-	case !ValidID(o.ID):
-		return fmt.Errorf("field id: %s is not a safe id (obs_ then up to %d letters, digits, '_', '.' or '-')", textsafe.Quote(o.ID, 80), MaxIDLen-len(IDPrefix))
-	case o.Type == "":
-		return errors.New("field type: missing")
-	case !validType(o.Type):
-		return fmt.Errorf("field type: unknown type %s (want workflow, procedural, decision or pitfall)", textsafe.Quote(o.Type, 40))
-	case strings.TrimSpace(o.Pattern) == "":
-		return errors.New("field pattern: missing")
-	}
-	return nil
+	// The wording is shared: this oracle checks the lazy log's machinery.
+	return validate(o.invalid, o.ID, o.Type, strings.TrimSpace(o.Pattern) == "")
 }
 
 type oldPlainObservation oldObservation
