@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-
 )
 
 // oldObservation is one line of the learning log. Fields other tools add are
