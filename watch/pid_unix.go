@@ -100,3 +100,25 @@ func (l *pidLock) release() {
 	_ = safefs.Remove(l.path)
 	_ = l.f.Close()
 }
+
+// watcherHolds reports whether a watcher is running: it holds its flock on
+// the pid file. A pid alone can mislead: a watcher killed by SIGKILL or
+// SIGPIPE leaves its pid behind, and the kernel may give that pid to
+// another process. The probe takes a shared lock without blocking and
+// releases it at once; it never follows a link.
+func watcherHolds(path string, pid int) bool {
+	f, err := safefs.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if err == nil {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		return false // nobody holds it: no watcher, whatever the pid says
+	}
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true
+	}
+	return alive(pid) // flock unsupported here: the pid's liveness decides
+}

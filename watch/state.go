@@ -62,7 +62,7 @@ type Counters struct {
 func ReadState(root string) (st State, running bool, err error) {
 	mem := manifest.PathsFor(root).Memory
 	if pid, ok := readPID(filepath.Join(mem, pidFile)); ok {
-		running = alive(pid)
+		running = watcherHolds(filepath.Join(mem, pidFile), pid)
 	}
 	data, err := safefs.ReadFile(filepath.Join(mem, stateFile), safefs.MaxState)
 	if errors.Is(err, os.ErrNotExist) {

@@ -709,3 +709,31 @@ func TestPollCatchesWhatInotifyMisses(t *testing.T) {
 	}
 	r.waitFor(200*time.Millisecond+margin, "obs_c0 deprecated by a poll", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
 }
+
+// A pid file whose watcher is gone is not believed, even when its pid now
+// belongs to a live process (here: this test itself): status asks whether
+// the pid file is locked, not whether the pid exists.
+func TestStalePIDNotBelieved(t *testing.T) {
+	root := t.TempDir()
+	mem := filepath.Join(root, ".memory")
+	if err := os.MkdirAll(mem, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mem, pidFile), []byte(fmt.Sprintf("%d\n", os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mem, stateFile), []byte(fmt.Sprintf(`{"pid":%d}`, os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, running, err := ReadState(root); err != nil || running {
+		t.Fatalf("running = %v, err = %v: a pid file nobody holds was believed", running, err)
+	}
+	l, err := acquirePIDFile(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.release()
+	if _, running, _ := ReadState(root); !running {
+		t.Fatal("a held pid file reads as not running")
+	}
+}

@@ -213,13 +213,13 @@ func watcherStatus(root string) map[string]any {
 	}
 	var sum string
 	if running {
-		sum = fmt.Sprintf("running (pid %d) since %s, %d directories watched", st.PID, st.StartedAt, st.Watches)
+		sum = fmt.Sprintf("running (pid %d) since %s, %d directories watched", st.PID, ago(st.StartedAt, now()), st.Watches)
 	} else {
-		sum = fmt.Sprintf("not running (last pid %d, stopped %s)", st.PID, orNever(st.StoppedAt))
+		sum = fmt.Sprintf("not running (last pid %d, stopped %s)", st.PID, ago(st.StoppedAt, now()))
 	}
 	c := st.Counters
 	sum += fmt.Sprintf("; last reconcile %s; %d reconciles, %d deletions, %d edits, %d healed, %d overflows, %d errors",
-		orNever(st.LastReconcileAt), c.Reconciles, c.Deletions, c.Edits, c.Healed, c.Overflows, c.Errors)
+		ago(st.LastReconcileAt, now()), c.Reconciles, c.Deletions, c.Edits, c.Healed, c.Overflows, c.Errors)
 	if st.WatchLimitHit {
 		sum += fmt.Sprintf("; inotify watch limit hit (%d directories unwatched): rescanning every watch.rescan", st.Unwatched)
 	}
@@ -227,13 +227,6 @@ func watcherStatus(root string) map[string]any {
 		sum += "; last error: " + st.LastError
 	}
 	return map[string]any{"running": running, "state": st, "summary": sum}
-}
-
-func orNever(s string) string {
-	if s == "" {
-		return "never"
-	}
-	return s
 }
 
 type reviewExtra struct {

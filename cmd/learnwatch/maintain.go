@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -129,9 +130,14 @@ func newListCmd(a *app) *cobra.Command {
 				if len(sel) == 0 {
 					fmt.Fprintln(w, "(no observations)")
 				}
-				for _, o := range sel {
-					fmt.Fprintf(w, "%.2f  %-10s %-10s %s  %s\n", o.Confidence, cell(o.Status), o.Type, o.ID, oneLine(o.Pattern, 70))
+				tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+				if len(sel) > 0 {
+					fmt.Fprintln(tw, "CONF\tSTATUS\tTYPE\tID\tPATTERN")
 				}
+				for _, o := range sel {
+					fmt.Fprintf(tw, "%.2f\t%s\t%s\t%s\t%s\n", o.Confidence, cell(o.Status), o.Type, cell(o.ID), oneLine(o.Pattern, 70))
+				}
+				tw.Flush()
 			})
 		},
 	}
@@ -262,12 +268,12 @@ func newHudCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			line := hudLine(log)
+			line, counts := hudLine(log)
 			notices := capacityNotices(a, root)
 			for _, n := range notices {
 				line += fmt.Sprintf("  ⚠ %s %d/%d", n.File, n.Count, n.Ceiling)
 			}
-			out := map[string]any{"hud": line}
+			out := map[string]any{"hud": line, "counts": counts}
 			if len(notices) > 0 {
 				out["notifications"] = notices
 			}
@@ -278,17 +284,29 @@ func newHudCmd(a *app) *cobra.Command {
 
 // hudLine counts rendered artifacts by type and the observations needing
 // review: "Learning: 2 workflows, 1 skills, 3 decisions, 1 pitfalls  ⚠ 1 need review".
-func hudLine(log *manifest.Log) string {
+// hudCounts are the hud's numbers: rendered artifacts by kind and the
+// observations needing review.
+type hudCounts struct {
+	Workflows  int `json:"workflows"`
+	Skills     int `json:"skills"`
+	Decisions  int `json:"decisions"`
+	Pitfalls   int `json:"pitfalls"`
+	NeedReview int `json:"need_review"`
+}
+
+// hudLine counts rendered artifacts by type and the observations needing
+// review: "Learning: 2 workflows, 1 skills, 3 decisions, 1 pitfalls  ⚠ 1 need review".
+func hudLine(log *manifest.Log) (string, hudCounts) {
 	created := map[string]int{}
-	for _, o := range log.Observations() {
-		if o.Status == manifest.Created {
-			created[o.Type]++
-		}
+	for _, o := range log.ByStatus(manifest.Created) {
+		created[o.Type]++
 	}
-	line := fmt.Sprintf("Learning: %d workflows, %d skills, %d decisions, %d pitfalls",
-		created[manifest.Workflow], created[manifest.Procedural], created[manifest.Decision], created[manifest.Pitfall])
-	if n := len(lifecycle.Review(log.Observations(), now())); n > 0 {
-		line += fmt.Sprintf("  ⚠ %d need review", n)
+	c := hudCounts{Workflows: created[manifest.Workflow], Skills: created[manifest.Procedural],
+		Decisions: created[manifest.Decision], Pitfalls: created[manifest.Pitfall],
+		NeedReview: len(lifecycle.Review(log.Observations(), now()))}
+	line := fmt.Sprintf("Learning: %d workflows, %d skills, %d decisions, %d pitfalls", c.Workflows, c.Skills, c.Decisions, c.Pitfalls)
+	if c.NeedReview > 0 {
+		line += fmt.Sprintf("  ⚠ %d need review", c.NeedReview)
 	}
-	return line
+	return line, c
 }

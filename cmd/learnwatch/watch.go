@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -43,6 +44,11 @@ unwatched), lock.timeout (10s).`,
 				root, cfg, err := a.setup()
 				if err != nil {
 					return err
+				}
+				// A watcher started in the wrong directory must not
+				// create a memory there.
+				if fi, err := os.Lstat(filepath.Join(root, ".memory")); err != nil || !fi.IsDir() {
+					return exitcode.Bad("%s has no .memory/ directory: run learnwatch init there first, or pass --root (watch creates nothing)", root)
 				}
 				for name, d := range map[string]float64{"--debounce": opts.Debounce.Seconds(), "--max-delay": opts.MaxDelay.Seconds(),
 					"--poll": opts.Poll.Seconds(), "--grace": opts.Grace.Seconds()} {
