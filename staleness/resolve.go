@@ -216,8 +216,10 @@ func (c *Checker) prepareNames(bases []string) {
 	if len(want) == 0 {
 		return
 	}
+	// listing first: it decides whether the listing came from the index.
+	names := c.listing()
 	verify := c.source == sourceHead && c.listedFromIndex
-	for _, q := range c.listing() {
+	for _, q := range names {
 		b := q[strings.LastIndexByte(q, '/')+1:]
 		if !want[b] {
 			continue
