@@ -112,6 +112,10 @@ type Checker struct {
 	hist            history                        // commits walked for renames
 	err             error                          // first non-fatal error
 	ctx             context.Context                // nil: never cancelled (WithContext)
+	// idxLazy: index modes whose outcomes came from the cache read the
+	// index only when a reference not in the cache needs it.
+	idxLazy bool
+	cache   cacheState
 }
 
 // WithContext makes the history walk stop when ctx ends (a hook's
@@ -128,6 +132,17 @@ func (c *Checker) WithContext(ctx context.Context) *Checker {
 // GIT_INDEX_FILE is read when that variable is set (git sets it for hooks,
 // e.g. a temporary index during "git commit -a").
 func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
+	c, err := openChecker(root, mode, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if mode != PreCommit && !c.cache.enabled {
+		c.loadCache() // outside git: the extractions only
+	}
+	return c, nil
+}
+
+func openChecker(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("staleness: root %s: %w", root, err)
@@ -187,32 +202,62 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		}
 	}
 
+	if mode != PreCommit {
+		// The pre-commit hook writes nothing, and the index it checks
+		// is new each time: no cache.
+		c.loadCache()
+	}
 	switch {
 	case mode == PreCommit && c.tree == nil:
 		// The first commit deletes nothing: no need to read the index.
+		c.source = sourceIndex
+	case indexMode && c.cache.treeHit:
+		// The outcomes of this very index are cached: read it only if
+		// a new reference needs it.
+		c.idxLazy = true
 		c.source = sourceIndex
 	case indexMode:
 		idx, err := readIndex(repo)
 		if err != nil {
 			return nil, err
 		}
-		c.idxCache = idx.Cache
-		c.index = make(map[string]*index.Entry, len(idx.Entries))
-		c.names = make([]string, 0, len(idx.Entries))
-		for _, e := range idx.Entries {
-			c.index[e.Name] = e
-			c.names = append(c.names, e.Name)
-		}
-		// Git keeps the index sorted; do not rely on it.
-		if !sort.StringsAreSorted(c.names) {
-			sort.Strings(c.names)
-		}
+		c.setIndex(idx)
 		c.source = sourceIndex
-		c.listed = true
 	case mode == Auto && c.tree != nil:
 		c.source = sourceHead
 	}
 	return c, nil
+}
+
+// setIndex takes the decoded index of an index mode.
+func (c *Checker) setIndex(idx *index.Index) {
+	c.idxCache = idx.Cache
+	c.index = make(map[string]*index.Entry, len(idx.Entries))
+	c.names = make([]string, 0, len(idx.Entries))
+	for _, e := range idx.Entries {
+		c.index[e.Name] = e
+		c.names = append(c.names, e.Name)
+	}
+	// Git keeps the index sorted; do not rely on it.
+	if !sort.StringsAreSorted(c.names) {
+		sort.Strings(c.names)
+	}
+	c.listed = true
+}
+
+// ensureIndex reads the index of an index mode left unread by Open.
+func (c *Checker) ensureIndex() {
+	if !c.idxLazy {
+		return
+	}
+	c.idxLazy = false
+	idx, err := readIndex(c.repo)
+	if err != nil {
+		c.fail(err)
+		c.listed = true
+		return
+	}
+	c.setIndex(idx)
 }
 
 // prefixOf returns root relative to the worktree top as "dir/" ("" when
@@ -337,6 +382,19 @@ func (c *Checker) Explain(refs []Ref) []Resolution {
 // resolved to; for a bare name, after the end of every tracked file of
 // that name (up to maxCandidates of them).
 func (c *Checker) pastEOF(r Ref, o *outcome) bool {
+	k := eofKey{keyOf(r), r.Line}
+	if v, ok := c.cache.eof[k]; ok {
+		return v
+	}
+	v := c.pastEOFRead(r, o)
+	if c.cache.eof == nil {
+		c.cache.eof = map[eofKey]bool{}
+	}
+	c.cache.eof[k] = v
+	return v
+}
+
+func (c *Checker) pastEOFRead(r Ref, o *outcome) bool {
 	n := c.lineCount(o.found)
 	if n < 0 || r.Line <= n {
 		return false
@@ -365,6 +423,7 @@ func (c *Checker) present(p string) bool {
 	var v bool
 	switch c.source {
 	case sourceIndex:
+		c.ensureIndex()
 		_, v = c.index[c.prefix+p]
 		if !v {
 			// A directory (HEAD has tree entries for them, the index
@@ -409,6 +468,7 @@ func (c *Checker) lineCount(p string) int {
 	n := -1
 	switch c.source {
 	case sourceIndex:
+		c.ensureIndex()
 		if e := c.index[c.prefix+p]; e != nil && isFile(e.Mode) {
 			n = c.blobLines(e.Hash, p)
 		}
@@ -507,6 +567,7 @@ func (c *Checker) stagedTarget(p string, e *object.TreeEntry) string {
 		return ""
 	}
 	if c.byHash == nil {
+		c.ensureIndex()
 		c.byHash = map[plumbing.Hash][]string{}
 		for _, name := range c.names {
 			if ie := c.index[name]; isFile(ie.Mode) {

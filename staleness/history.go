@@ -75,6 +75,9 @@ type history struct {
 	started   bool
 	steps     []*step
 	truncated bool // stopped at the depth with commits left
+	done      bool // every commit within the depth was read
+	// all lists every deletion in the order read (the cache's record).
+	all []deletion
 	// dels lists every deletion read so far by base name, newest first.
 	dels map[string][]deletion
 }
@@ -330,10 +333,11 @@ func (c *Checker) nextStep() (int, []string, bool) {
 		}
 	}
 	if len(h.queue) == 0 {
+		h.done = true
 		return 0, nil, false
 	}
 	if len(h.steps) >= c.depth {
-		h.truncated = true
+		h.truncated, h.done = true, true
 		return 0, nil, false
 	}
 	commit := heap.Pop(&h.queue).(queued).c
@@ -374,6 +378,7 @@ func (c *Checker) nextStep() (int, []string, bool) {
 			dels = append(dels, q)
 			b := path.Base(q)
 			h.dels[b] = append(h.dels[b], deletion{i, q})
+			h.all = append(h.all, deletion{i, q})
 		}
 	}
 	return i, dels, true
@@ -423,4 +428,51 @@ func (h *history) push(c *object.Commit) {
 	h.queued[c.Hash] = true
 	h.seq++
 	heap.Push(&h.queue, queued{c, h.seq})
+}
+
+// historyRecord returns the history read, for the cache, when the walk
+// read every commit within the depth (nil otherwise: a partial walk is
+// cheap to repeat).
+func (c *Checker) historyRecord() *cachedHistory {
+	h := &c.hist
+	if c.head == nil {
+		return nil
+	}
+	if !h.done {
+		return c.cache.history // still valid: keyed on this HEAD and depth
+	}
+	r := &cachedHistory{Head: c.head.Hash.String(), Depth: c.depth, Complete: true, Truncated: h.truncated}
+	for _, s := range h.steps {
+		r.Steps = append(r.Steps, [2][20]byte{[20]byte(s.from), [20]byte(s.to)})
+	}
+	for _, d := range h.all {
+		r.Dels = append(r.Dels, cachedDeletion{d.step, d.path})
+	}
+	return r
+}
+
+// restoreHistory takes a complete walk of this HEAD from the cache: the
+// steps and deletions read then, in the same order, so every lookup gives
+// what the walk would. It reports false (and leaves the history unread)
+// for a damaged record.
+func (c *Checker) restoreHistory(r *cachedHistory) bool {
+	h := &c.hist
+	h.started, h.done, h.truncated = true, true, r.Truncated
+	h.queued = map[plumbing.Hash]bool{}
+	h.dels = map[string][]deletion{}
+	h.steps = make([]*step, len(r.Steps))
+	for i, s := range r.Steps {
+		h.steps[i] = &step{from: plumbing.Hash(s[0]), to: plumbing.Hash(s[1])}
+	}
+	for _, d := range r.Dels {
+		if d.Step < 0 || d.Step >= len(h.steps) {
+			// A damaged record: walk again.
+			c.hist = history{}
+			return false
+		}
+		b := path.Base(d.Path)
+		h.dels[b] = append(h.dels[b], deletion{d.Step, d.Path})
+		h.all = append(h.all, deletion{d.Step, d.Path})
+	}
+	return true
 }

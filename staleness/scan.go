@@ -59,6 +59,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		refs              []Ref
 	}
 	var entries []entry
+	c.useOptions(opts)
 	paths := manifest.PathsFor(root)
 	kopts := opts
 	kopts.LinkBase = knowledgeDir
@@ -69,14 +70,18 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 		for _, s := range markdown.Sections(src) {
 			if s.Active() {
-				entries = append(entries, entry{id: s.ID, refs: ExtractMarkdown(markdown.SectionText(src, s), kopts)})
+				text := markdown.SectionText(src, s)
+				refs := c.extract(textKey("md", kopts.LinkBase, string(text)), func() []Ref { return ExtractMarkdown(text, kopts) })
+				entries = append(entries, entry{id: s.ID, refs: refs})
 			}
 		}
 	}
 	if log != nil {
 		for _, o := range log.Observations() {
 			if o.Status != manifest.Deprecated {
-				entries = append(entries, entry{id: o.ID, refs: ObservationRefs(o, opts)})
+				k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
+				refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
+				entries = append(entries, entry{id: o.ID, refs: refs})
 			}
 		}
 	}
@@ -100,7 +105,8 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			sopts.LinkBase = ""
 		}
 		for _, sec := range SplitSections(src, sf.Whole) {
-			if refs := ExtractMarkdown(sec.Text, sopts); len(refs) > 0 {
+			refs := c.extract(textKey("md", sopts.LinkBase, string(sec.Text)), func() []Ref { return ExtractMarkdown(sec.Text, sopts) })
+			if len(refs) > 0 {
 				entries = append(entries, entry{id: sf.Path, file: sf.Path, heading: sec.Heading, refs: refs})
 			}
 		}

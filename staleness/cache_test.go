@@ -1,0 +1,355 @@
+package staleness
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// cacheRun is one run of the check as `stale` does it: Open, Scan (with
+// --explain, so every reference's resolution is compared too), and, when
+// save is set, SaveCache. It returns the report as JSON.
+func cacheRun(t *testing.T, root string, mode Mode, cfg config.Staleness, log *manifest.Log, save bool) (string, *Checker) {
+	t.Helper()
+	c, err := Open(root, mode, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	opts := OptionsFor(cfg)
+	opts.Explain = true
+	rep, err := Scan(root, c, log, opts)
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("checker error: %v", err)
+	}
+	if save {
+		if err := c.SaveCache(); err != nil {
+			t.Fatalf("SaveCache: %v", err)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), c
+}
+
+// compareCached runs the check with the cache left by earlier runs, again
+// with the cache just written, and without any cache, and wants the same
+// report from all three. It leaves the cache as the first run wrote it.
+func compareCached(t *testing.T, root string, mode Mode, cfg config.Staleness, log *manifest.Log, what string) {
+	t.Helper()
+	first, _ := cacheRun(t, root, mode, cfg, log, true)
+	second, c := cacheRun(t, root, mode, cfg, log, true)
+	if !c.cache.treeHit {
+		t.Errorf("%s: mode %d: a second run on the same trees did not use the cached outcomes", what, mode)
+	}
+	if mode == Staged && !c.idxLazy {
+		t.Errorf("%s: a fully cached staged run decoded the index", what)
+	}
+	file := cachedir.Path(root, CacheName)
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%s: cache not written: %v", what, err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := cacheRun(t, root, mode, cfg, log, false)
+	if err := os.WriteFile(file, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if first != fresh {
+		t.Errorf("%s: mode %d: with the previous cache\n%s\nwithout a cache\n%s", what, mode, first, fresh)
+	}
+	if second != fresh {
+		t.Errorf("%s: mode %d: with its own cache\n%s\nwithout a cache\n%s", what, mode, second, fresh)
+	}
+}
+
+// A random repository under random edits, commits, renames, staged
+// changes, ignore-rule changes and knowledge edits: after every step the
+// check with the cache (as earlier steps left it, and as this step wrote
+// it) reports exactly what it reports without one, against HEAD and
+// against the index.
+func TestCacheNeverChangesAResult(t *testing.T) {
+	seeds := []int64{1, 2, 3}
+	steps := 14
+	if testing.Short() {
+		seeds, steps = seeds[:1], 8
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			cacheProperty(t, seed, steps)
+		})
+	}
+}
+
+func cacheProperty(t *testing.T, seed int64, steps int) {
+	rng := rand.New(rand.NewSource(seed))
+	r := newRepo(t)
+	dirs := []string{"src", "src/api", "lib", "cmd/tool", "docs"}
+	exts := []string{"go", "ts", "md", "py"}
+	var files []string
+	lines := func() string {
+		var b strings.Builder
+		for i := 0; i < 1+rng.Intn(12); i++ {
+			fmt.Fprintf(&b, "line %d\n", rng.Intn(1000))
+		}
+		return b.String()
+	}
+	newName := func() string {
+		return fmt.Sprintf("%s/f%d.%s", dirs[rng.Intn(len(dirs))], rng.Intn(40), exts[rng.Intn(len(exts))])
+	}
+	for i := 0; i < 12; i++ {
+		p := newName()
+		r.write(p, lines())
+		files = append(files, p)
+	}
+	// References: paths as they are now (full, bare, partial, with a
+	// line), names that never were files, ignored build outputs.
+	refText := func() string {
+		var parts []string
+		for i := 0; i < 1+rng.Intn(4); i++ {
+			p := files[rng.Intn(len(files))]
+			switch rng.Intn(6) {
+			case 0:
+				parts = append(parts, filepath.Base(p))
+			case 1:
+				parts = append(parts, p+fmt.Sprintf(":%d", 1+rng.Intn(14)))
+			case 2:
+				if i := strings.Index(p, "/"); i >= 0 {
+					parts = append(parts, p[i+1:])
+				}
+			case 3:
+				parts = append(parts, fmt.Sprintf("never%d.go", rng.Intn(5)))
+			case 4:
+				parts = append(parts, fmt.Sprintf("dist/out%d.js", rng.Intn(3)))
+			default:
+				parts = append(parts, "`"+p+"`")
+			}
+		}
+		return "see " + strings.Join(parts, " and ")
+	}
+	knowledge := func() {
+		var b strings.Builder
+		b.WriteString("# Architectural Decisions\n\n")
+		for i := 1; i <= 4; i++ {
+			fmt.Fprintf(&b, "## ADR-%03d: Decision %d\n\n- **Status**: Accepted\n- **Context**: %s\n\n", i, i, refText())
+		}
+		r.write(".memory/knowledge/decisions.md", b.String())
+		r.write("docs/KNOWLEDGE.md", "# Notes\n\n"+refText()+"\n\n## More\n\n"+refText()+"\n")
+	}
+	var obs []string
+	addObs := func() {
+		obs = append(obs, obsLine(fmt.Sprintf("obs_%d", len(obs)), "created", refText(), refText()))
+	}
+	for i := 0; i < 6; i++ {
+		addObs()
+	}
+	r.write(".gitignore", "dist/\n")
+	knowledge()
+	r.commit("init")
+
+	cfg := config.Default().Staleness
+	for step := 0; step < steps; step++ {
+		var what string
+		switch op := rng.Intn(9); op {
+		case 0: // rename and commit
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.mv(files[i], to)
+			r.commit("rename")
+			what = "rename " + files[i] + " -> " + to
+			files[i] = to
+		case 1: // delete and commit
+			if len(files) < 4 {
+				continue
+			}
+			i := rng.Intn(len(files))
+			r.git("rm", "-q", files[i])
+			r.commit("delete")
+			what = "delete " + files[i]
+			files = append(files[:i], files[i+1:]...)
+		case 2: // staged rename, not committed
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.mv(files[i], to)
+			what = "staged rename " + files[i] + " -> " + to
+			files[i] = to
+		case 3: // same size, other line count, staged
+			i := rng.Intn(len(files))
+			b, err := os.ReadFile(filepath.Join(r.dir, files[i]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb := bytes.ReplaceAll(b, []byte("\n"), []byte(" "))
+			nb[len(nb)-1] = '\n'
+			r.write(files[i], string(nb))
+			r.git("add", files[i])
+			what = "staged same-size edit of " + files[i]
+		case 4: // ignore rules change in the working tree only
+			rules := []string{"dist/\n", "", "dist/\n*.py\n", "never*.go\n"}
+			r.write(".gitignore", rules[rng.Intn(len(rules))])
+			what = "edit .gitignore"
+		case 5: // the knowledge changes
+			knowledge()
+			what = "edit knowledge"
+		case 6: // observations come
+			addObs()
+			what = "add observation"
+		case 7: // a branch renames, main deletes, merged
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.commit("pending")
+			r.git("checkout", "-q", "-b", fmt.Sprintf("b%d", step))
+			r.mv(files[i], to)
+			r.commit("branch rename")
+			r.git("checkout", "-q", "main")
+			r.write(fmt.Sprintf("lib/m%d.go", step), lines())
+			files = append(files, fmt.Sprintf("lib/m%d.go", step))
+			r.commit("main work")
+			r.git("merge", "-q", "--no-edit", fmt.Sprintf("b%d", step))
+			what = "merge of a branch renaming " + files[i]
+			files[i] = to
+		case 8: // a new file staged
+			p := newName()
+			r.write(p, lines())
+			r.git("add", p)
+			files = append(files, p)
+			what = "stage new " + p
+		}
+		log := manifest.ParseLog([]byte(strings.Join(obs, "\n") + "\n"))
+		for _, mode := range []Mode{Auto, Staged} {
+			compareCached(t, r.dir, mode, cfg, log, fmt.Sprintf("step %d (%s)", step, what))
+		}
+	}
+}
+
+// A cache that is corrupt, truncated, from another version or not a
+// regular file is ignored: the report is the one of a run without it.
+func TestCacheDamagedIsIgnored(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	want, _ := cacheRun(t, r.dir, Auto, cfg, log, true)
+	file := cachedir.Path(r.dir, CacheName)
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"truncated":     good[:len(good)/2],
+		"garbage":       append([]byte(cacheMagic), bytes.Repeat([]byte{0xff}, 200)...),
+		"other version": append([]byte("learnwatch staleness cache 1\n"), good[len(cacheMagic):]...),
+		"empty":         nil,
+	} {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, c := cacheRun(t, r.dir, Auto, cfg, log, true)
+		if got != want {
+			t.Errorf("%s cache: got\n%s\nwant\n%s", name, got, want)
+		}
+		if c.cache.treeHit {
+			t.Errorf("%s cache: outcomes taken from it", name)
+		}
+		if now, _ := os.ReadFile(file); !bytes.Equal(now, good) {
+			t.Errorf("%s cache: not rewritten as a full run writes it", name)
+		}
+	}
+	// A symlink where the cache should be is not followed.
+	elsewhere := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(elsewhere, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(file)
+	if err := os.Symlink(elsewhere, file); err != nil {
+		t.Skip("no symlinks")
+	}
+	c, err := Open(r.dir, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.treeHit || c.cache.oldBytes != nil {
+		t.Error("the cache was read through a symlink")
+	}
+}
+
+// A run where nothing changed writes nothing; one whose cache was used
+// but whose trees changed rewrites it.
+func TestCacheUnchangedRunWritesNothing(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	file := cachedir.Path(r.dir, CacheName)
+	fi1, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gi, err := os.ReadFile(filepath.Join(cachedir.Dir(r.dir), ".gitignore")); err != nil || !strings.Contains(string(gi), "*") {
+		t.Fatalf("cache directory without its .gitignore: %q %v", gi, err)
+	}
+	if out := r.git("status", "--porcelain", "--ignored=no", ".memory/.cache"); out != "" {
+		t.Fatalf("git sees the cache: %s", out)
+	}
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	fi2, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		t.Error("an unchanged run rewrote the cache")
+	}
+	r.write("src/new.go", "x\n")
+	r.commit("new")
+	_, c := cacheRun(t, r.dir, Auto, cfg, log, true)
+	if c.cache.treeHit {
+		t.Error("outcomes of the previous HEAD were used")
+	}
+	fi3, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(fi1, fi3) {
+		t.Error("a run on a new HEAD did not rewrite the cache")
+	}
+}
+
+// The pre-commit hook neither reads nor writes the cache.
+func TestCachePreCommitWritesNothing(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	c, err := Open(r.dir, PreCommit, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Scan(r.dir, c, log, OptionsFor(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveCache(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(cachedir.Dir(r.dir)); err == nil {
+		t.Error("the pre-commit check created the cache directory")
+	}
+}
