@@ -137,6 +137,10 @@ type cacheState struct {
 	md       []string
 	history  *cachedHistory // as read (valid for this HEAD and depth)
 	others   []treeSection  // the other modes' sections, kept as read
+	// computed: this run worked something out the cache did not hold
+	// (a save then writes); loaded counts what the cache held.
+	computed             bool
+	loadedOut, loadedEOF int
 }
 
 // optionsKey fingerprints the options extraction depends on.
@@ -183,6 +187,7 @@ func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {
 	refs, ok := c.cache.extOld[k]
 	if !ok {
 		refs = f()
+		c.cache.computed = true
 	}
 	if c.cache.extUsed == nil {
 		c.cache.extUsed = map[[32]byte][]Ref{}
@@ -288,6 +293,7 @@ func (c *Checker) loadCache() {
 		c.cache.eof[eofKey{outcomeKey{e.Path, e.Dir, e.Rooted}, e.Line}] = e.Past
 	}
 	c.cache.hasMD, c.cache.md = sec.HasMD, sec.MD
+	c.cache.loadedOut, c.cache.loadedEOF = len(c.outcomes), len(c.cache.eof)
 }
 
 // useOptions drops cached extractions made with other options.
@@ -317,6 +323,12 @@ func readIgnoreDep(name string) ignoreDep {
 // checks for the pre-commit hook (which writes nothing) saves nothing.
 func (c *Checker) SaveCache() error {
 	if !c.cache.enabled || c.ctx != nil && c.ctx.Err() != nil {
+		return nil
+	}
+	if c.cache.treeHit && !c.cache.computed && len(c.cache.extUsed) == len(c.cache.extOld) &&
+		len(c.outcomes) == c.cache.loadedOut && len(c.cache.eof) == c.cache.loadedEOF {
+		// Everything came from the cache, and all of it was used: what
+		// a save would write is what was read.
 		return nil
 	}
 	cf := cacheFile{Opts: c.cache.optsKey}
@@ -390,6 +402,7 @@ func (c *Checker) SaveCache() error {
 
 // noteIgnore records an ignore file read while resolving.
 func (c *Checker) noteIgnore(name string, data []byte, ok bool) {
+	c.cache.computed = true
 	if c.cache.ignore == nil {
 		c.cache.ignore = map[string]ignoreDep{}
 	}

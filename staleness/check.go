@@ -387,6 +387,7 @@ func (c *Checker) pastEOF(r Ref, o *outcome) bool {
 		return v
 	}
 	v := c.pastEOFRead(r, o)
+	c.cache.computed = true
 	if c.cache.eof == nil {
 		c.cache.eof = map[eofKey]bool{}
 	}

@@ -341,6 +341,7 @@ func (c *Checker) nextStep() (int, []string, bool) {
 		return 0, nil, false
 	}
 	commit := heap.Pop(&h.queue).(queued).c
+	c.cache.computed = true
 	var parents []*object.Commit
 	for _, ph := range commit.ParentHashes {
 		p, err := c.repo.CommitObject(ph)

@@ -431,6 +431,7 @@ func (c *Checker) resolveAll(refs []Ref) {
 		}
 		o := &outcome{}
 		c.outcomes[k] = o
+		c.cache.computed = true
 		if o.found, o.how = c.resolveTree(r); o.found != "" {
 			continue
 		}
@@ -614,6 +615,7 @@ func (c *Checker) TreePaths(ext string) []string {
 		return append([]string(nil), c.cache.md...)
 	}
 	out := c.treePaths(ext)
+	c.cache.computed = true
 	if ext == ".md" && c.cache.treeKey != "" {
 		c.cache.hasMD, c.cache.md = true, append([]string(nil), out...)
 	}
