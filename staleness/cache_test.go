@@ -353,3 +353,25 @@ func TestCachePreCommitWritesNothing(t *testing.T) {
 		t.Error("the pre-commit check created the cache directory")
 	}
 }
+
+// In a linked worktree the index is the worktree's own: staging there
+// changes what a cached run reports, and the cache lives in that
+// worktree's .memory.
+func TestCacheLinkedWorktree(t *testing.T) {
+	r, log := scanRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	r.git("worktree", "add", "-q", "-b", "side", wt)
+	cfg := config.Default().Staleness
+	side := &gitRepo{t: t, dir: wt}
+	compareCached(t, wt, Staged, cfg, log, "fresh worktree")
+	before, _ := cacheRun(t, wt, Staged, cfg, log, true)
+	side.git("rm", "-q", "src/auth/login.go")
+	compareCached(t, wt, Staged, cfg, log, "deletion staged in the worktree")
+	after, _ := cacheRun(t, wt, Staged, cfg, log, true)
+	if before == after || !strings.Contains(after, `"ref":"src/auth/login.go","reason":"missing"`) {
+		t.Errorf("the worktree's staged deletion is not reported:\n%s", after)
+	}
+	if _, err := os.Stat(cachedir.Path(wt, CacheName)); err != nil {
+		t.Errorf("no cache in the worktree: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -179,6 +180,16 @@ func openChecker(root string, mode Mode, cfg config.Staleness) (*Checker, error)
 	if c.prefix, err = prefixOf(wt.Filesystem.Root(), abs); err != nil {
 		return nil, err
 	}
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		// The same repository with a smaller object cache: go-git's
+		// default keeps up to 96 MB of decoded objects, which a long
+		// history walk fills with trees it reads once (learnwatch keeps
+		// its own bounded map of decoded trees).
+		small, err := git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(objectCacheSize)), wt.Filesystem)
+		if err == nil {
+			repo = small
+		}
+	}
 	c.repo = repo
 	c.top = wt.Filesystem.Root()
 	c.gitDir = filepath.Join(c.top, ".git")
@@ -259,6 +270,9 @@ func (c *Checker) ensureIndex() {
 	}
 	c.setIndex(idx)
 }
+
+// objectCacheSize bounds go-git's cache of decoded objects.
+const objectCacheSize = 16 * cache.MiByte
 
 // prefixOf returns root relative to the worktree top as "dir/" ("" when
 // they are the same directory).
