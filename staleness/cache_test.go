@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -373,5 +374,42 @@ func TestCacheLinkedWorktree(t *testing.T) {
 	}
 	if _, err := os.Stat(cachedir.Path(wt, CacheName)); err != nil {
 		t.Errorf("no cache in the worktree: %v", err)
+	}
+}
+
+// ScanTreeCached reports what ScanTree reports and leaves the cache a
+// second run uses; the session-start marks never read it.
+func TestScanTreeCached(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	want, err := ScanTree(r.dir, Auto, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(cachedir.Path(r.dir, CacheName)); err == nil {
+		t.Fatal("ScanTree wrote the cache")
+	}
+	for i := 0; i < 2; i++ {
+		got, err := ScanTreeCached(context.Background(), r.dir, Auto, cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+			t.Errorf("run %d: %s, want %s", i, g, w)
+		}
+	}
+	c, err := Open(r.dir, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.cache.treeHit {
+		t.Error("ScanTreeCached left no usable cache")
+	}
+	c, err = openChecker(r.dir, Auto, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.enabled || len(c.outcomes) > 0 {
+		t.Error("a checker without the cache read it")
 	}
 }

@@ -131,9 +131,14 @@ func (c *Checker) WithContext(ctx context.Context) *Checker {
 // Worktree check the working tree; Staged and PreCommit need the index and
 // fail with ErrNotGit. In the index modes the index named by
 // GIT_INDEX_FILE is read when that variable is set (git sets it for hooks,
-// e.g. a temporary index during "git commit -a").
+// e.g. a temporary index during "git commit -a"). Except for PreCommit it
+// reads the staleness cache (CacheName; what SaveCache wrote): results it
+// holds for the same trees are used, and in the index modes the index is
+// then decoded only if a reference the cache lacks needs it.
 func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
-	c, err := openChecker(root, mode, cfg)
+	// The pre-commit hook writes nothing, and the index it checks is
+	// new each time: no cache.
+	c, err := openChecker(root, mode, cfg, mode != PreCommit)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +148,8 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 	return c, nil
 }
 
-func openChecker(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
+// openChecker is Open, reading the staleness cache when useCache is set.
+func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*Checker, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("staleness: root %s: %w", root, err)
@@ -213,9 +219,7 @@ func openChecker(root string, mode Mode, cfg config.Staleness) (*Checker, error)
 		}
 	}
 
-	if mode != PreCommit {
-		// The pre-commit hook writes nothing, and the index it checks
-		// is new each time: no cache.
+	if useCache {
 		c.loadCache()
 	}
 	switch {

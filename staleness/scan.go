@@ -48,6 +48,23 @@ func ScanTreeContext(ctx context.Context, root string, mode Mode, cfg config.Sta
 	return Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
 }
 
+// ScanTreeCached is ScanTreeContext for a caller that holds the learning
+// lock (reconcile's staleness pass): it also writes what the run
+// extracted and resolved to the staleness cache (Checker.SaveCache). The
+// cache is disposable: failing to write it is not an error of the scan.
+func ScanTreeCached(ctx context.Context, root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
+	c, err := Open(root, mode, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	rep, err := Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
+	if err != nil {
+		return Report{}, err
+	}
+	_ = c.SaveCache() // the next run computes what it could not keep
+	return rep, nil
+}
+
 // Scan checks the references of every active section of
 // .memory/knowledge/decisions.md and pitfalls.md (IDs ADR-NNN, PF-NNN) and
 // of every observation of log whose status is not deprecated (details and
@@ -240,7 +257,9 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, texts map[strin
 	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
 		cfg.RenameDepth = indexDepth
 	}
-	c, err := Open(root, Auto, cfg)
+	// Not through the cache: its outcomes are for the full depth, and
+	// the session-start hook must not spend time decoding it.
+	c, err := openChecker(root, Auto, cfg, false)
 	if err != nil {
 		return nil, err
 	}
