@@ -24,8 +24,14 @@ import (
 // (cachedir): .memory/.cache/staleness.cache.
 const CacheName = "staleness.cache"
 
-// cacheMagic starts the cache file; another version is ignored.
+// cacheMagic starts the cache file; another version is ignored. The
+// magic is followed by a line with the local identity (cacheHeader) and
+// the gob-encoded cacheFile: a file written for another clone is ignored
+// before anything in it is decoded.
 const cacheMagic = "learnwatch staleness cache 2\n"
+
+// cacheHeader is what a cache file written for local starts with.
+func cacheHeader(local string) string { return cacheMagic + local + "\n" }
 
 // maxCache bounds the cache file read.
 const maxCache = 64 << 20
@@ -47,6 +53,10 @@ const maxCache = 64 << 20
 //     the depth: a reference no file ever had is known to be one without
 //     walking thousands of commits again.
 type cacheFile struct {
+	// Local identifies the directories the cache was written for
+	// (localIdentity of the root and the git directory): a cache from
+	// anywhere else is ignored.
+	Local   string
 	Opts    string
 	Extract []cachedRefs
 	// Trees holds the outcomes of each mode (HEAD, index) last checked.
@@ -124,7 +134,9 @@ type eofKey struct {
 // this run used or computed (what a save writes).
 type cacheState struct {
 	enabled  bool   // a cache may be read and written for this Checker
+	tried    bool   // loadCache ran
 	file     string // the cache file
+	local    string // localIdentity of this root and git directory
 	optsKey  string
 	treeKey  string // "" when outcomes cannot be cached (no stable identity)
 	treeHit  bool   // the cached outcomes were valid and loaded
@@ -234,6 +246,14 @@ func (c *Checker) indexFile() string {
 // only when the tree key matches and every ignore file they depended on
 // still has the same content.
 func (c *Checker) loadCache() {
+	c.cache.tried = true
+	dirs := []string{c.root}
+	if c.repo != nil {
+		dirs = append(dirs, c.gitDir)
+	}
+	if c.cache.local = localIdentity(dirs...); c.cache.local == "" {
+		return
+	}
 	c.cache.enabled = true
 	c.cache.file = cachedir.Path(c.root, CacheName)
 	if c.repo != nil && c.head != nil {
@@ -243,11 +263,12 @@ func (c *Checker) loadCache() {
 		}
 	}
 	data, err := safefs.ReadFile(c.cache.file, maxCache)
-	if err != nil || !bytes.HasPrefix(data, []byte(cacheMagic)) {
+	head := cacheHeader(c.cache.local)
+	if err != nil || !bytes.HasPrefix(data, []byte(head)) {
 		return
 	}
 	var cf cacheFile
-	if err := gob.NewDecoder(bytes.NewReader(data[len(cacheMagic):])).Decode(&cf); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(data[len(head):])).Decode(&cf); err != nil || cf.Local != c.cache.local {
 		return
 	}
 	c.cache.oldBytes = data
@@ -331,7 +352,7 @@ func (c *Checker) SaveCache() error {
 		// a save would write is what was read.
 		return nil
 	}
-	cf := cacheFile{Opts: c.cache.optsKey}
+	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey}
 	for k, refs := range c.cache.extUsed {
 		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
 	}
@@ -383,7 +404,7 @@ func (c *Checker) SaveCache() error {
 		cf.History = c.historyRecord()
 	}
 	var buf bytes.Buffer
-	buf.WriteString(cacheMagic)
+	buf.WriteString(cacheHeader(c.cache.local))
 	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
 		return fmt.Errorf("staleness: encode cache: %w", err)
 	}

@@ -3,10 +3,12 @@ package staleness
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -260,8 +262,9 @@ func TestCacheDamagedIsIgnored(t *testing.T) {
 	}
 	for name, data := range map[string][]byte{
 		"truncated":     good[:len(good)/2],
-		"garbage":       append([]byte(cacheMagic), bytes.Repeat([]byte{0xff}, 200)...),
+		"garbage":       append([]byte(cacheHeader(localIdentity(r.dir, filepath.Join(r.dir, ".git")))), bytes.Repeat([]byte{0xff}, 200)...),
 		"other version": append([]byte("learnwatch staleness cache 1\n"), good[len(cacheMagic):]...),
+		"other clone":   append([]byte(cacheHeader("1:2;3:4;")), good[len(cacheHeader(localIdentity(r.dir, filepath.Join(r.dir, ".git")))):]...),
 		"empty":         nil,
 	} {
 		if err := os.WriteFile(file, data, 0o644); err != nil {
@@ -412,4 +415,133 @@ func TestScanTreeCached(t *testing.T) {
 	if c.cache.enabled || len(c.outcomes) > 0 {
 		t.Error("a checker without the cache read it")
 	}
+}
+
+// A cloned repository may carry a committed .memory/.cache: a cache
+// written for another clone is never used, whatever it says about the
+// same HEAD.
+func TestCacheFromAnotherCloneIsIgnored(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	if _, c := cacheRun(t, r.dir, Auto, cfg, log, false); !c.cache.treeHit || c.cache.history == nil && c.hist.done {
+		t.Fatal("the cache is not used where it was written")
+	}
+	r.git("add", "-f", ".memory/.cache")
+	r.commit("commit the cache")
+	cacheRun(t, r.dir, Auto, cfg, log, true) // the cache of the new HEAD
+	r.commit("again")
+	cacheRun(t, r.dir, Auto, cfg, log, true) // for the HEAD the clone gets
+	clone := filepath.Join(t.TempDir(), "clone")
+	r.git("clone", "-q", r.dir, clone)
+	src, err := os.ReadFile(cachedir.Path(r.dir, CacheName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cachedir.Path(clone, CacheName), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(clone, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.treeHit || c.cache.history != nil || c.cache.extOld != nil {
+		t.Error("a cache copied from another clone was used")
+	}
+}
+
+// FuzzCacheFile feeds the cache decoder arbitrary files — as found, and
+// re-encoded as if this clone had written them, so the checks after
+// decoding (history steps out of range, outcomes of other trees) are
+// reached. The check must neither panic nor fail; a file as found (not
+// this clone's) must not change the report.
+func FuzzCacheFile(f *testing.F) {
+	if _, err := exec.LookPath("git"); err != nil {
+		f.Skip("git not installed")
+	}
+	dir := f.TempDir()
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(gitEnv(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn("init", "-q", "-b", "main")
+	for name, content := range map[string]string{
+		"src/a.go": body, "src/old.go": body, ".gitignore": "dist/\n",
+		".memory/knowledge/decisions.md": "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go:3, src/old.go, never.go, dist/x.js\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	gitIn("add", "-A")
+	gitIn("commit", "-q", "-m", "init")
+	gitIn("mv", "src/old.go", "src/new.go")
+	gitIn("commit", "-q", "-m", "rename")
+	cfg := config.Default().Staleness
+	run := func(t testing.TB, save bool) string {
+		c, err := Open(dir, Auto, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Scan(dir, c, nil, Options{Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if save {
+			_ = c.SaveCache()
+		}
+		b, _ := json.Marshal(rep)
+		return string(b)
+	}
+	file := cachedir.Path(dir, CacheName)
+	os.Remove(file)
+	want := run(f, true)
+	good, err := os.ReadFile(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/3])
+	f.Add([]byte(cacheMagic))
+	// The gob part of the good file, for the re-headed runs.
+	f.Add(good[bytes.IndexByte(good[len(cacheMagic):], '\n')+len(cacheMagic)+1:])
+	local := localIdentity(dir, filepath.Join(dir, ".git"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(t, false); got != want {
+			t.Errorf("a cache file not written here changed the report:\n%s\nwant\n%s", got, want)
+		}
+		// The same bytes after this clone's header: the decoder and the
+		// checks after it are reached.
+		head := cacheHeader(local)
+		if err := os.WriteFile(file, append([]byte(head), data...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, false)
+		var cf cacheFile
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) != nil {
+			return
+		}
+		cf.Local = local
+		var buf bytes.Buffer
+		buf.WriteString(head)
+		if gob.NewEncoder(&buf).Encode(&cf) != nil {
+			return
+		}
+		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, true) // must not panic
+	})
 }

@@ -142,7 +142,7 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode != PreCommit && !c.cache.enabled {
+	if mode != PreCommit && !c.cache.tried {
 		c.loadCache() // outside git: the extractions only
 	}
 	return c, nil
