@@ -545,3 +545,40 @@ func FuzzCacheFile(f *testing.F) {
 		run(t, true) // must not panic
 	})
 }
+
+// Ignore rules rewritten at the same size with the old mtime put back
+// (cp -p, touch -r), and a knowledge file edited the same way: the cache
+// is keyed on content, so the next run sees both.
+func TestCacheSameSizeSameMtime(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.write(".gitignore", "dist/\n")
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: dist/x.js and src/a.go:10\n")
+	r.commit("init")
+	cfg := config.Default().Staleness
+	before, _ := cacheRun(t, r.dir, Auto, cfg, nil, true)
+	if !strings.Contains(before, `"reason":"gitignored"`) {
+		t.Fatalf("setup: %s", before)
+	}
+	rewrite := func(name, content string) {
+		p := filepath.Join(r.dir, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(content)) != fi.Size() {
+			t.Fatalf("%s: not the same size", name)
+		}
+		writeFile(t, p, content)
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(".gitignore", "dust/\n")
+	rewrite(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: dist/x.js and src/a.go:11\n")
+	compareCached(t, r.dir, Auto, cfg, nil, "same size, same mtime")
+	after, _ := cacheRun(t, r.dir, Auto, cfg, nil, true)
+	if strings.Contains(after, `"reason":"gitignored"`) || !strings.Contains(after, `"ref":"src/a.go:11","reason":"line-past-eof"`) {
+		t.Errorf("the rewritten files were not seen:\n%s", after)
+	}
+}
