@@ -277,8 +277,15 @@ func (c *Checker) loadCache() {
 	for _, e := range cf.Extract {
 		c.cache.extOld[e.Key] = e.Refs
 	}
-	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Head == c.head.Hash.String() && h.Depth == c.depth {
-		if c.restoreHistory(h) {
+	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Depth == c.depth {
+		if h.Head != c.head.Hash.String() {
+			// HEAD moved on: commits on top of the cached walk's HEAD
+			// extend it (extendHistory).
+			if h = c.extendHistory(h); h != nil {
+				c.cache.computed = true
+			}
+		}
+		if h != nil && c.restoreHistory(h) {
 			c.cache.history = h
 		}
 	}

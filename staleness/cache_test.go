@@ -93,13 +93,17 @@ func TestCacheNeverChangesAResult(t *testing.T) {
 		seeds, steps = seeds[:1], 8
 	}
 	for _, seed := range seeds {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			cacheProperty(t, seed, steps)
-		})
+		// The default depth, and one the history outgrows (truncated
+		// walks, a cached walk extended past the depth).
+		for _, depth := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%d/depth%d", seed, depth), func(t *testing.T) {
+				cacheProperty(t, seed, steps, depth)
+			})
+		}
 	}
 }
 
-func cacheProperty(t *testing.T, seed int64, steps int) {
+func cacheProperty(t *testing.T, seed int64, steps, depth int) {
 	rng := rand.New(rand.NewSource(seed))
 	r := newRepo(t)
 	dirs := []string{"src", "src/api", "lib", "cmd/tool", "docs"}
@@ -166,6 +170,9 @@ func cacheProperty(t *testing.T, seed int64, steps int) {
 	r.commit("init")
 
 	cfg := config.Default().Staleness
+	if depth > 0 {
+		cfg.RenameDepth = depth
+	}
 	for step := 0; step < steps; step++ {
 		var what string
 		switch op := rng.Intn(9); op {

@@ -477,3 +477,65 @@ func (c *Checker) restoreHistory(r *cachedHistory) bool {
 	}
 	return true
 }
+
+// maxExtend bounds the commits a cached history is extended by.
+const maxExtend = 200
+
+// extendHistory builds, from a complete walk cached for an older HEAD,
+// the walk of this HEAD when the newer commits are a chain of
+// single-parent commits down to that HEAD (commits on top of it, as
+// committing does): the walk pops each of them first — the queue holds
+// one commit at a time along the chain — then reads exactly what it read
+// from the old HEAD. Only the chain's commits are compared with their
+// parents; the old steps follow, shifted and cut at the depth. Nil when
+// the history is not such an extension.
+func (c *Checker) extendHistory(old *cachedHistory) *cachedHistory {
+	if c.head == nil || old.Depth != c.depth || !old.Complete {
+		return nil
+	}
+	oldHead := plumbing.NewHash(old.Head)
+	var chain []*object.Commit
+	for cm := c.head; cm.Hash != oldHead; {
+		if len(chain) >= maxExtend || len(chain) >= c.depth || len(cm.ParentHashes) != 1 {
+			return nil
+		}
+		chain = append(chain, cm)
+		p, err := c.repo.CommitObject(cm.ParentHashes[0])
+		if err != nil {
+			return nil
+		}
+		cm = p
+	}
+	k := len(chain)
+	r := &cachedHistory{Head: c.head.Hash.String(), Depth: c.depth, Complete: true}
+	for i, cm := range chain {
+		p, err := c.repo.CommitObject(cm.ParentHashes[0])
+		if err != nil {
+			return nil
+		}
+		r.Steps = append(r.Steps, [2][20]byte{[20]byte(p.TreeHash), [20]byte(cm.TreeHash)})
+		if p.TreeHash == cm.TreeHash {
+			continue
+		}
+		var changes object.Changes
+		if err := c.diff(p.TreeHash, cm.TreeHash, "", &changes); err != nil {
+			return nil
+		}
+		for _, ch := range changes {
+			if ch.To.Name == "" {
+				r.Dels = append(r.Dels, cachedDeletion{i, ch.From.Name})
+			}
+		}
+	}
+	keep := min(len(old.Steps), c.depth-k)
+	r.Steps = append(r.Steps, old.Steps[:keep]...)
+	for _, d := range old.Dels {
+		if d.Step < keep {
+			r.Dels = append(r.Dels, cachedDeletion{d.Step + k, d.Path})
+		}
+	}
+	// Commits were left after the old walk (it stopped at the depth), or
+	// the old steps no longer fit: the walk stops at the depth.
+	r.Truncated = old.Truncated || keep < len(old.Steps)
+	return r
+}
