@@ -118,6 +118,14 @@ type cachedHistory struct {
 	Truncated bool
 	Steps     [][2][20]byte
 	Dels      []cachedDeletion
+	Renames   []cachedRenames
+}
+
+// cachedRenames is the renames go-git's detection found in one step,
+// kept once computed (Pairs: from, to).
+type cachedRenames struct {
+	Step  int
+	Pairs [][2]string
 }
 
 type cachedDeletion struct {

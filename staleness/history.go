@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -222,6 +223,7 @@ func (c *Checker) renameIn(i int, from string) string {
 	s := c.hist.steps[i]
 	if s.renames == nil {
 		s.renames = map[string]string{}
+		c.cache.computed = true
 		var changes object.Changes
 		if err := c.diff(s.from, s.to, "", &changes); err != nil {
 			c.fail(fmt.Errorf("staleness: diff for renames: %w", err))
@@ -449,7 +451,25 @@ func (c *Checker) historyRecord() *cachedHistory {
 	for _, d := range h.all {
 		r.Dels = append(r.Dels, cachedDeletion{d.step, d.path})
 	}
+	r.Renames = renamesRecord(h.steps)
 	return r
+}
+
+// renamesRecord lists the renames computed so far, by step (sorted).
+func renamesRecord(steps []*step) []cachedRenames {
+	var out []cachedRenames
+	for i, s := range steps {
+		if s.renames == nil {
+			continue
+		}
+		rs := cachedRenames{Step: i}
+		for from, to := range s.renames {
+			rs.Pairs = append(rs.Pairs, [2]string{from, to})
+		}
+		sort.Slice(rs.Pairs, func(a, b int) bool { return rs.Pairs[a][0] < rs.Pairs[b][0] })
+		out = append(out, rs)
+	}
+	return out
 }
 
 // restoreHistory takes a complete walk of this HEAD from the cache: the
@@ -474,6 +494,17 @@ func (c *Checker) restoreHistory(r *cachedHistory) bool {
 		b := path.Base(d.Path)
 		h.dels[b] = append(h.dels[b], deletion{d.Step, d.Path})
 		h.all = append(h.all, deletion{d.Step, d.Path})
+	}
+	for _, rs := range r.Renames {
+		if rs.Step < 0 || rs.Step >= len(h.steps) {
+			c.hist = history{}
+			return false
+		}
+		m := make(map[string]string, len(rs.Pairs))
+		for _, p := range rs.Pairs {
+			m[p[0]] = p[1]
+		}
+		h.steps[rs.Step].renames = m
 	}
 	return true
 }
@@ -532,6 +563,11 @@ func (c *Checker) extendHistory(old *cachedHistory) *cachedHistory {
 	for _, d := range old.Dels {
 		if d.Step < keep {
 			r.Dels = append(r.Dels, cachedDeletion{d.Step + k, d.Path})
+		}
+	}
+	for _, rs := range old.Renames {
+		if rs.Step < keep {
+			r.Renames = append(r.Renames, cachedRenames{rs.Step + k, rs.Pairs})
 		}
 	}
 	// Commits were left after the old walk (it stopped at the depth), or
