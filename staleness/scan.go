@@ -224,13 +224,14 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 		if ref, ok := first[o.ID]; ok {
 			reason := ReasonPrefix + ref
+			if o.MayBeStale && o.StaleReason == reason && o.NeedsReview {
+				continue // marked already (resolved or not: nothing to change)
+			}
 			if lifecycle.Resolved(o, reason) {
 				continue // a person resolved this very mark
 			}
-			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {
-				o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
-				n++
-			}
+			o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
+			n++
 			continue
 		}
 		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
