@@ -161,6 +161,25 @@ type cacheState struct {
 	// (a save then writes); loaded counts what the cache held.
 	computed             bool
 	loadedOut, loadedEOF int
+	// usedOut and usedEOF are the outcomes and line checks this run
+	// asked for: only they are saved, so references that went away do
+	// not stay in the cache.
+	usedOut map[outcomeKey]bool
+	usedEOF map[eofKey]bool
+}
+
+func (s *cacheState) use(k outcomeKey) {
+	if s.usedOut == nil {
+		s.usedOut = map[outcomeKey]bool{}
+	}
+	s.usedOut[k] = true
+}
+
+func (s *cacheState) useEOF(k eofKey) {
+	if s.usedEOF == nil {
+		s.usedEOF = map[eofKey]bool{}
+	}
+	s.usedEOF[k] = true
 }
 
 // optionsKey fingerprints the options extraction depends on.
@@ -362,7 +381,7 @@ func (c *Checker) SaveCache() error {
 		return nil
 	}
 	if c.cache.treeHit && !c.cache.computed && len(c.cache.extUsed) == len(c.cache.extOld) &&
-		len(c.outcomes) == c.cache.loadedOut && len(c.cache.eof) == c.cache.loadedEOF {
+		len(c.cache.usedOut) == c.cache.loadedOut && len(c.cache.usedEOF) == c.cache.loadedEOF {
 		// Everything came from the cache, and all of it was used: what
 		// a save would write is what was read.
 		return nil
@@ -380,6 +399,9 @@ func (c *Checker) SaveCache() error {
 		}
 		sort.Slice(sec.Ignore, func(i, j int) bool { return sec.Ignore[i].Name < sec.Ignore[j].Name })
 		for k, o := range c.outcomes {
+			if !c.cache.usedOut[k] {
+				continue
+			}
 			sec.Outcomes = append(sec.Outcomes, cachedOutcome{
 				Path: k.path, Dir: k.dir, Rooted: k.rooted, Found: o.found, How: o.how, Skip: o.skip,
 				Missing: o.missing, Moved: o.moved, Searched: o.searched, Truncated: o.truncated,
@@ -396,6 +418,9 @@ func (c *Checker) SaveCache() error {
 			return !a.Rooted && b.Rooted
 		})
 		for k, past := range c.cache.eof {
+			if !c.cache.usedEOF[k] {
+				continue
+			}
 			sec.EOF = append(sec.EOF, cachedEOF{k.k.path, k.k.dir, k.k.rooted, k.line, past})
 		}
 		sort.Slice(sec.EOF, func(i, j int) bool {

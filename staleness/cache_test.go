@@ -589,3 +589,27 @@ func TestCacheSameSizeSameMtime(t *testing.T) {
 		t.Errorf("the rewritten files were not seen:\n%s", after)
 	}
 }
+
+// References that went away leave the cache: it holds what the last run
+// used, not everything ever seen on these trees.
+func TestCacheDropsWhatIsNoLongerUsed(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go:3 and gone.go\n")
+	r.commit("init")
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, nil, true)
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go\n")
+	cacheRun(t, r.dir, Auto, cfg, nil, true)
+	_, c := cacheRun(t, r.dir, Auto, cfg, nil, false)
+	if !c.cache.treeHit {
+		t.Fatal("the cache was not used")
+	}
+	var keys []string
+	for k := range c.outcomes {
+		keys = append(keys, k.path)
+	}
+	if len(keys) != 1 || keys[0] != "src/a.go" || len(c.cache.eof) != 0 || len(c.cache.extOld) != 1 {
+		t.Errorf("the cache holds outcomes %v, %d line checks, %d extractions; want src/a.go only", keys, len(c.cache.eof), len(c.cache.extOld))
+	}
+}

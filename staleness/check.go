@@ -401,6 +401,7 @@ func (c *Checker) Explain(refs []Ref) []Resolution {
 // that name (up to maxCandidates of them).
 func (c *Checker) pastEOF(r Ref, o *outcome) bool {
 	k := eofKey{keyOf(r), r.Line}
+	c.cache.useEOF(k)
 	if v, ok := c.cache.eof[k]; ok {
 		return v
 	}

@@ -426,6 +426,7 @@ func (c *Checker) resolveAll(refs []Ref) {
 	var pending []Ref
 	for _, r := range refs {
 		k := keyOf(r)
+		c.cache.use(k)
 		if _, ok := c.outcomes[k]; ok {
 			continue
 		}
