@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/learnwatch/learnwatch/bench/stalegen/fixture"
+	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -49,9 +50,33 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func benchScan(b *testing.B, mode Mode) {
+func benchScan(b *testing.B, mode Mode) { benchScanCache(b, mode, false) }
+
+// benchScanCache runs the scan; with cached, a run first writes the
+// staleness cache and every timed run reads it (what a second `stale`
+// on unchanged trees does); without, no cache exists.
+func benchScanCache(b *testing.B, mode Mode, cached bool) {
 	dir := benchRepo(b)
 	cfg := config.Default().Staleness
+	file := cachedir.Path(dir, CacheName)
+	os.Remove(file)
+	defer os.Remove(file)
+	if cached {
+		c, err := Open(dir, mode, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		log, err := manifest.ReadLog(manifest.PathsFor(dir).Log)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Scan(dir, c, log, OptionsFor(cfg)); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.SaveCache(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	stale := 0
 	for b.Loop() {
 		c, err := Open(dir, mode, cfg)
@@ -74,6 +99,13 @@ func benchScan(b *testing.B, mode Mode) {
 // BenchmarkStaleStaged is `stale --staged` without the process: open the
 // index, scan 500 references, follow renames through 20 commits.
 func BenchmarkStaleStaged(b *testing.B) { benchScan(b, Staged) }
+
+// BenchmarkStaleStagedCached is `stale --staged` a second time on the same
+// index: the staleness cache holds every outcome, the index is not read.
+func BenchmarkStaleStagedCached(b *testing.B) { benchScanCache(b, Staged, true) }
+
+// BenchmarkStaleHeadCached is `stale` a second time on the same HEAD.
+func BenchmarkStaleHeadCached(b *testing.B) { benchScanCache(b, Auto, true) }
 
 // BenchmarkStaleHead is `stale` (HEAD).
 func BenchmarkStaleHead(b *testing.B) { benchScan(b, Auto) }

@@ -16,6 +16,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -112,6 +113,10 @@ type Checker struct {
 	hist            history                        // commits walked for renames
 	err             error                          // first non-fatal error
 	ctx             context.Context                // nil: never cancelled (WithContext)
+	// idxLazy: index modes whose outcomes came from the cache read the
+	// index only when a reference not in the cache needs it.
+	idxLazy bool
+	cache   cacheState
 }
 
 // WithContext makes the history walk stop when ctx ends (a hook's
@@ -126,8 +131,25 @@ func (c *Checker) WithContext(ctx context.Context) *Checker {
 // Worktree check the working tree; Staged and PreCommit need the index and
 // fail with ErrNotGit. In the index modes the index named by
 // GIT_INDEX_FILE is read when that variable is set (git sets it for hooks,
-// e.g. a temporary index during "git commit -a").
+// e.g. a temporary index during "git commit -a"). Except for PreCommit it
+// reads the staleness cache (CacheName; what SaveCache wrote): results it
+// holds for the same trees are used, and in the index modes the index is
+// then decoded only if a reference the cache lacks needs it.
 func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
+	// The pre-commit hook writes nothing, and the index it checks is
+	// new each time: no cache.
+	c, err := openChecker(root, mode, cfg, mode != PreCommit)
+	if err != nil {
+		return nil, err
+	}
+	if mode != PreCommit && !c.cache.tried {
+		c.loadCache() // outside git: the extractions only
+	}
+	return c, nil
+}
+
+// openChecker is Open, reading the staleness cache when useCache is set.
+func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*Checker, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("staleness: root %s: %w", root, err)
@@ -164,6 +186,16 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 	if c.prefix, err = prefixOf(wt.Filesystem.Root(), abs); err != nil {
 		return nil, err
 	}
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		// The same repository with a smaller object cache: go-git's
+		// default keeps up to 96 MB of decoded objects, which a long
+		// history walk fills with trees it reads once (learnwatch keeps
+		// its own bounded map of decoded trees).
+		small, err := git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(objectCacheSize)), wt.Filesystem)
+		if err == nil {
+			repo = small
+		}
+	}
 	c.repo = repo
 	c.top = wt.Filesystem.Root()
 	c.gitDir = filepath.Join(c.top, ".git")
@@ -187,33 +219,64 @@ func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
 		}
 	}
 
+	if useCache {
+		c.loadCache()
+	}
 	switch {
 	case mode == PreCommit && c.tree == nil:
 		// The first commit deletes nothing: no need to read the index.
+		c.source = sourceIndex
+	case indexMode && c.cache.treeHit:
+		// The outcomes of this very index are cached: read it only if
+		// a new reference needs it.
+		c.idxLazy = true
 		c.source = sourceIndex
 	case indexMode:
 		idx, err := readIndex(repo)
 		if err != nil {
 			return nil, err
 		}
-		c.idxCache = idx.Cache
-		c.index = make(map[string]*index.Entry, len(idx.Entries))
-		c.names = make([]string, 0, len(idx.Entries))
-		for _, e := range idx.Entries {
-			c.index[e.Name] = e
-			c.names = append(c.names, e.Name)
-		}
-		// Git keeps the index sorted; do not rely on it.
-		if !sort.StringsAreSorted(c.names) {
-			sort.Strings(c.names)
-		}
+		c.setIndex(idx)
 		c.source = sourceIndex
-		c.listed = true
 	case mode == Auto && c.tree != nil:
 		c.source = sourceHead
 	}
 	return c, nil
 }
+
+// setIndex takes the decoded index of an index mode.
+func (c *Checker) setIndex(idx *index.Index) {
+	c.idxCache = idx.Cache
+	c.index = make(map[string]*index.Entry, len(idx.Entries))
+	c.names = make([]string, 0, len(idx.Entries))
+	for _, e := range idx.Entries {
+		c.index[e.Name] = e
+		c.names = append(c.names, e.Name)
+	}
+	// Git keeps the index sorted; do not rely on it.
+	if !sort.StringsAreSorted(c.names) {
+		sort.Strings(c.names)
+	}
+	c.listed = true
+}
+
+// ensureIndex reads the index of an index mode left unread by Open.
+func (c *Checker) ensureIndex() {
+	if !c.idxLazy {
+		return
+	}
+	c.idxLazy = false
+	idx, err := readIndex(c.repo)
+	if err != nil {
+		c.fail(err)
+		c.listed = true
+		return
+	}
+	c.setIndex(idx)
+}
+
+// objectCacheSize bounds go-git's cache of decoded objects.
+const objectCacheSize = 16 * cache.MiByte
 
 // prefixOf returns root relative to the worktree top as "dir/" ("" when
 // they are the same directory).
@@ -337,6 +400,21 @@ func (c *Checker) Explain(refs []Ref) []Resolution {
 // resolved to; for a bare name, after the end of every tracked file of
 // that name (up to maxCandidates of them).
 func (c *Checker) pastEOF(r Ref, o *outcome) bool {
+	k := eofKey{keyOf(r), r.Line}
+	c.cache.useEOF(k)
+	if v, ok := c.cache.eof[k]; ok {
+		return v
+	}
+	v := c.pastEOFRead(r, o)
+	c.cache.computed = true
+	if c.cache.eof == nil {
+		c.cache.eof = map[eofKey]bool{}
+	}
+	c.cache.eof[k] = v
+	return v
+}
+
+func (c *Checker) pastEOFRead(r Ref, o *outcome) bool {
 	n := c.lineCount(o.found)
 	if n < 0 || r.Line <= n {
 		return false
@@ -365,6 +443,7 @@ func (c *Checker) present(p string) bool {
 	var v bool
 	switch c.source {
 	case sourceIndex:
+		c.ensureIndex()
 		_, v = c.index[c.prefix+p]
 		if !v {
 			// A directory (HEAD has tree entries for them, the index
@@ -409,6 +488,7 @@ func (c *Checker) lineCount(p string) int {
 	n := -1
 	switch c.source {
 	case sourceIndex:
+		c.ensureIndex()
 		if e := c.index[c.prefix+p]; e != nil && isFile(e.Mode) {
 			n = c.blobLines(e.Hash, p)
 		}
@@ -507,6 +587,7 @@ func (c *Checker) stagedTarget(p string, e *object.TreeEntry) string {
 		return ""
 	}
 	if c.byHash == nil {
+		c.ensureIndex()
 		c.byHash = map[plumbing.Hash][]string{}
 		for _, name := range c.names {
 			if ie := c.index[name]; isFile(ie.Mode) {

@@ -371,3 +371,20 @@ func TestRelaxGC(t *testing.T) {
 		t.Errorf("after both: GOGC %d, want 150", got)
 	}
 }
+
+// In HEAD mode a file only staged is not in the tree, also when the first
+// lookup of its name is the first read of the listing.
+func TestHeadModeStagedFileIsNotInHead(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.commit("init")
+	r.write("lib/staged.go", body)
+	r.git("add", "lib/staged.go")
+	c := open(t, r.dir, Auto)
+	res := c.Explain(ExtractText("see staged.go and lib/staged.go", Options{}))
+	for _, x := range res {
+		if x.ResolvedAs != "" {
+			t.Errorf("%s resolved as %s (%s) against HEAD, which lacks it", x.Ref, x.ResolvedAs, x.How)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -75,6 +76,9 @@ type history struct {
 	started   bool
 	steps     []*step
 	truncated bool // stopped at the depth with commits left
+	done      bool // every commit within the depth was read
+	// all lists every deletion in the order read (the cache's record).
+	all []deletion
 	// dels lists every deletion read so far by base name, newest first.
 	dels map[string][]deletion
 }
@@ -219,6 +223,7 @@ func (c *Checker) renameIn(i int, from string) string {
 	s := c.hist.steps[i]
 	if s.renames == nil {
 		s.renames = map[string]string{}
+		c.cache.computed = true
 		var changes object.Changes
 		if err := c.diff(s.from, s.to, "", &changes); err != nil {
 			c.fail(fmt.Errorf("staleness: diff for renames: %w", err))
@@ -330,13 +335,15 @@ func (c *Checker) nextStep() (int, []string, bool) {
 		}
 	}
 	if len(h.queue) == 0 {
+		h.done = true
 		return 0, nil, false
 	}
 	if len(h.steps) >= c.depth {
-		h.truncated = true
+		h.truncated, h.done = true, true
 		return 0, nil, false
 	}
 	commit := heap.Pop(&h.queue).(queued).c
+	c.cache.computed = true
 	var parents []*object.Commit
 	for _, ph := range commit.ParentHashes {
 		p, err := c.repo.CommitObject(ph)
@@ -374,6 +381,7 @@ func (c *Checker) nextStep() (int, []string, bool) {
 			dels = append(dels, q)
 			b := path.Base(q)
 			h.dels[b] = append(h.dels[b], deletion{i, q})
+			h.all = append(h.all, deletion{i, q})
 		}
 	}
 	return i, dels, true
@@ -423,4 +431,147 @@ func (h *history) push(c *object.Commit) {
 	h.queued[c.Hash] = true
 	h.seq++
 	heap.Push(&h.queue, queued{c, h.seq})
+}
+
+// historyRecord returns the history read, for the cache, when the walk
+// read every commit within the depth (nil otherwise: a partial walk is
+// cheap to repeat).
+func (c *Checker) historyRecord() *cachedHistory {
+	h := &c.hist
+	if c.head == nil {
+		return nil
+	}
+	if !h.done {
+		return c.cache.history // still valid: keyed on this HEAD and depth
+	}
+	r := &cachedHistory{Head: c.head.Hash.String(), Depth: c.depth, Complete: true, Truncated: h.truncated}
+	for _, s := range h.steps {
+		r.Steps = append(r.Steps, [2][20]byte{[20]byte(s.from), [20]byte(s.to)})
+	}
+	for _, d := range h.all {
+		r.Dels = append(r.Dels, cachedDeletion{d.step, d.path})
+	}
+	r.Renames = renamesRecord(h.steps)
+	return r
+}
+
+// renamesRecord lists the renames computed so far, by step (sorted).
+func renamesRecord(steps []*step) []cachedRenames {
+	var out []cachedRenames
+	for i, s := range steps {
+		if s.renames == nil {
+			continue
+		}
+		rs := cachedRenames{Step: i}
+		for from, to := range s.renames {
+			rs.Pairs = append(rs.Pairs, [2]string{from, to})
+		}
+		sort.Slice(rs.Pairs, func(a, b int) bool { return rs.Pairs[a][0] < rs.Pairs[b][0] })
+		out = append(out, rs)
+	}
+	return out
+}
+
+// restoreHistory takes a complete walk of this HEAD from the cache: the
+// steps and deletions read then, in the same order, so every lookup gives
+// what the walk would. It reports false (and leaves the history unread)
+// for a damaged record.
+func (c *Checker) restoreHistory(r *cachedHistory) bool {
+	h := &c.hist
+	h.started, h.done, h.truncated = true, true, r.Truncated
+	h.queued = map[plumbing.Hash]bool{}
+	h.dels = map[string][]deletion{}
+	h.steps = make([]*step, len(r.Steps))
+	for i, s := range r.Steps {
+		h.steps[i] = &step{from: plumbing.Hash(s[0]), to: plumbing.Hash(s[1])}
+	}
+	for _, d := range r.Dels {
+		if d.Step < 0 || d.Step >= len(h.steps) {
+			// A damaged record: walk again.
+			c.hist = history{}
+			return false
+		}
+		b := path.Base(d.Path)
+		h.dels[b] = append(h.dels[b], deletion{d.Step, d.Path})
+		h.all = append(h.all, deletion{d.Step, d.Path})
+	}
+	for _, rs := range r.Renames {
+		if rs.Step < 0 || rs.Step >= len(h.steps) {
+			c.hist = history{}
+			return false
+		}
+		m := make(map[string]string, len(rs.Pairs))
+		for _, p := range rs.Pairs {
+			m[p[0]] = p[1]
+		}
+		h.steps[rs.Step].renames = m
+	}
+	return true
+}
+
+// maxExtend bounds the commits a cached history is extended by.
+const maxExtend = 200
+
+// extendHistory builds, from a complete walk cached for an older HEAD,
+// the walk of this HEAD when the newer commits are a chain of
+// single-parent commits down to that HEAD (commits on top of it, as
+// committing does): the walk pops each of them first — the queue holds
+// one commit at a time along the chain — then reads exactly what it read
+// from the old HEAD. Only the chain's commits are compared with their
+// parents; the old steps follow, shifted and cut at the depth. Nil when
+// the history is not such an extension.
+func (c *Checker) extendHistory(old *cachedHistory) *cachedHistory {
+	if c.head == nil || old.Depth != c.depth || !old.Complete {
+		return nil
+	}
+	oldHead := plumbing.NewHash(old.Head)
+	var chain []*object.Commit
+	for cm := c.head; cm.Hash != oldHead; {
+		if len(chain) >= maxExtend || len(chain) >= c.depth || len(cm.ParentHashes) != 1 {
+			return nil
+		}
+		chain = append(chain, cm)
+		p, err := c.repo.CommitObject(cm.ParentHashes[0])
+		if err != nil {
+			return nil
+		}
+		cm = p
+	}
+	k := len(chain)
+	r := &cachedHistory{Head: c.head.Hash.String(), Depth: c.depth, Complete: true}
+	for i, cm := range chain {
+		p, err := c.repo.CommitObject(cm.ParentHashes[0])
+		if err != nil {
+			return nil
+		}
+		r.Steps = append(r.Steps, [2][20]byte{[20]byte(p.TreeHash), [20]byte(cm.TreeHash)})
+		if p.TreeHash == cm.TreeHash {
+			continue
+		}
+		var changes object.Changes
+		if err := c.diff(p.TreeHash, cm.TreeHash, "", &changes); err != nil {
+			return nil
+		}
+		for _, ch := range changes {
+			if ch.To.Name == "" {
+				r.Dels = append(r.Dels, cachedDeletion{i, ch.From.Name})
+			}
+		}
+	}
+	keep := min(len(old.Steps), c.depth-k)
+	r.Steps = append(r.Steps, old.Steps[:keep]...)
+	for _, d := range old.Dels {
+		if d.Step < keep {
+			r.Dels = append(r.Dels, cachedDeletion{d.Step + k, d.Path})
+		}
+	}
+	for _, rs := range old.Renames {
+		if rs.Step < keep {
+			r.Renames = append(r.Renames, cachedRenames{rs.Step + k, rs.Pairs})
+		}
+	}
+	// Commits were left after the old walk (it stopped at the depth), or
+	// the old steps no longer fit: the walk stops at the depth.
+	r.Truncated = old.Truncated || keep < len(old.Steps)
+	return r
 }

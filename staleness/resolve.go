@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -216,8 +217,10 @@ func (c *Checker) prepareNames(bases []string) {
 	if len(want) == 0 {
 		return
 	}
+	// listing first: it decides whether the listing came from the index.
+	names := c.listing()
 	verify := c.source == sourceHead && c.listedFromIndex
-	for _, q := range c.listing() {
+	for _, q := range names {
 		b := q[strings.LastIndexByte(q, '/')+1:]
 		if !want[b] {
 			continue
@@ -237,6 +240,7 @@ func (c *Checker) prepareNames(bases []string) {
 // to read than HEAD's whole tree; callers look candidates up in HEAD), else
 // HEAD's tree; outside git the working tree.
 func (c *Checker) listing() []string {
+	c.ensureIndex()
 	if c.listed {
 		return c.names
 	}
@@ -352,22 +356,19 @@ func (c *Checker) gitignored(p string) bool {
 }
 
 // readIgnore reads one ignore file (bounded, not through a symlink); an
-// unreadable one holds no patterns.
+// unreadable one holds no patterns. What was read is remembered for the
+// cache: outcomes depend on it.
 func (c *Checker) readIgnore(name string, domain []string) []gitignore.Pattern {
 	if c.top == "" {
 		return nil
 	}
-	fi, err := os.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() {
+	data, ok := readIgnoreBytes(name)
+	c.noteIgnore(name, data, ok)
+	if !ok {
 		return nil
 	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	var ps []gitignore.Pattern
-	sc := bufio.NewScanner(io.LimitReader(f, maxIgnoreFile))
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
@@ -376,6 +377,25 @@ func (c *Checker) readIgnore(name string, domain []string) []gitignore.Pattern {
 		ps = append(ps, gitignore.ParsePattern(line, domain))
 	}
 	return ps
+}
+
+// readIgnoreBytes reads at most maxIgnoreFile bytes of a regular file,
+// not through a symlink; ok is false when it cannot.
+func readIgnoreBytes(name string) (data []byte, ok bool) {
+	fi, err := os.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	data, err = io.ReadAll(io.LimitReader(f, maxIgnoreFile))
+	if err != nil {
+		return nil, false
+	}
+	return data, true
 }
 
 // refSuffix returns the line suffix of a reference as written (":12",
@@ -406,11 +426,13 @@ func (c *Checker) resolveAll(refs []Ref) {
 	var pending []Ref
 	for _, r := range refs {
 		k := keyOf(r)
+		c.cache.use(k)
 		if _, ok := c.outcomes[k]; ok {
 			continue
 		}
 		o := &outcome{}
 		c.outcomes[k] = o
+		c.cache.computed = true
 		if o.found, o.how = c.resolveTree(r); o.found != "" {
 			continue
 		}
@@ -478,6 +500,7 @@ func (c *Checker) stagedDeleted() deletedSet {
 	if c.staged != nil {
 		return *c.staged
 	}
+	c.ensureIndex()
 	d := deletedSet{byBase: map[string][]string{}}
 	c.staged = &d
 	if c.tree == nil {
@@ -589,6 +612,18 @@ var errTooLarge = errors.New("file too large")
 // HEAD mode they are the files of the checkout (the index) when it can be
 // read.
 func (c *Checker) TreePaths(ext string) []string {
+	if ext == ".md" && c.cache.hasMD {
+		return append([]string(nil), c.cache.md...)
+	}
+	out := c.treePaths(ext)
+	c.cache.computed = true
+	if ext == ".md" && c.cache.treeKey != "" {
+		c.cache.hasMD, c.cache.md = true, append([]string(nil), out...)
+	}
+	return out
+}
+
+func (c *Checker) treePaths(ext string) []string {
 	var out []string
 	for _, q := range c.listing() {
 		if ext == "" || len(q) >= len(ext) && strings.EqualFold(q[len(q)-len(ext):], ext) {

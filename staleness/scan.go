@@ -48,6 +48,23 @@ func ScanTreeContext(ctx context.Context, root string, mode Mode, cfg config.Sta
 	return Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
 }
 
+// ScanTreeCached is ScanTreeContext for a caller that holds the learning
+// lock (reconcile's staleness pass): it also writes what the run
+// extracted and resolved to the staleness cache (Checker.SaveCache). The
+// cache is disposable: failing to write it is not an error of the scan.
+func ScanTreeCached(ctx context.Context, root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
+	c, err := Open(root, mode, cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	rep, err := Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
+	if err != nil {
+		return Report{}, err
+	}
+	_ = c.SaveCache() // the next run computes what it could not keep
+	return rep, nil
+}
+
 // Scan checks the references of every active section of
 // .memory/knowledge/decisions.md and pitfalls.md (IDs ADR-NNN, PF-NNN) and
 // of every observation of log whose status is not deprecated (details and
@@ -59,6 +76,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		refs              []Ref
 	}
 	var entries []entry
+	c.useOptions(opts)
 	paths := manifest.PathsFor(root)
 	kopts := opts
 	kopts.LinkBase = knowledgeDir
@@ -69,14 +87,18 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 		for _, s := range markdown.Sections(src) {
 			if s.Active() {
-				entries = append(entries, entry{id: s.ID, refs: ExtractMarkdown(markdown.SectionText(src, s), kopts)})
+				text := markdown.SectionText(src, s)
+				refs := c.extract(textKey("md", kopts.LinkBase, string(text)), func() []Ref { return ExtractMarkdown(text, kopts) })
+				entries = append(entries, entry{id: s.ID, refs: refs})
 			}
 		}
 	}
 	if log != nil {
 		for _, o := range log.Observations() {
 			if o.Status != manifest.Deprecated {
-				entries = append(entries, entry{id: o.ID, refs: ObservationRefs(o, opts)})
+				k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
+				refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
+				entries = append(entries, entry{id: o.ID, refs: refs})
 			}
 		}
 	}
@@ -100,7 +122,8 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			sopts.LinkBase = ""
 		}
 		for _, sec := range SplitSections(src, sf.Whole) {
-			if refs := ExtractMarkdown(sec.Text, sopts); len(refs) > 0 {
+			refs := c.extract(textKey("md", sopts.LinkBase, string(sec.Text)), func() []Ref { return ExtractMarkdown(sec.Text, sopts) })
+			if len(refs) > 0 {
 				entries = append(entries, entry{id: sf.Path, file: sf.Path, heading: sec.Heading, refs: refs})
 			}
 		}
@@ -201,13 +224,14 @@ func Mark(log *manifest.Log, findings []Finding) int {
 		}
 		if ref, ok := first[o.ID]; ok {
 			reason := ReasonPrefix + ref
+			if o.MayBeStale && o.StaleReason == reason && o.NeedsReview {
+				continue // marked already (resolved or not: nothing to change)
+			}
 			if lifecycle.Resolved(o, reason) {
 				continue // a person resolved this very mark
 			}
-			if !o.MayBeStale || o.StaleReason != reason || !o.NeedsReview {
-				o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
-				n++
-			}
+			o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
+			n++
 			continue
 		}
 		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
@@ -234,7 +258,9 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, texts map[strin
 	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
 		cfg.RenameDepth = indexDepth
 	}
-	c, err := Open(root, Auto, cfg)
+	// Not through the cache: its outcomes are for the full depth, and
+	// the session-start hook must not spend time decoding it.
+	c, err := openChecker(root, Auto, cfg, false)
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,10 @@ func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config, 
 		if rep, err = staleness.Scan(root, chk, log, opts); err != nil {
 			return err
 		}
+		if err := chk.SaveCache(); err != nil {
+			// A disposable cache: the next run computes it again.
+			a.log.Debug("staleness cache not written", "err", err)
+		}
 		marked = staleness.Mark(log, rep.Stale)
 		if log.Changed() {
 			if err := manifest.WriteLog(paths.Log, log); err != nil {

@@ -1,0 +1,475 @@
+package staleness
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// CacheName is the staleness cache's file name in the cache directory
+// (cachedir): .memory/.cache/staleness.cache.
+const CacheName = "staleness.cache"
+
+// cacheMagic starts the cache file; another version is ignored. The
+// magic is followed by a line with the local identity (cacheHeader) and
+// the gob-encoded cacheFile: a file written for another clone is ignored
+// before anything in it is decoded.
+const cacheMagic = "learnwatch staleness cache 2\n"
+
+// cacheHeader is what a cache file written for local starts with.
+func cacheHeader(local string) string { return cacheMagic + local + "\n" }
+
+// maxCache bounds the cache file read.
+const maxCache = 64 << 20
+
+// cacheFile is what the staleness cache holds. Nothing in it is ever
+// needed: a run without it computes the same thing. It holds:
+//
+//   - the references extracted from each text (a knowledge section, a source
+//     section, an observation), by a hash of the text, the document's
+//     directory and the extraction options: extraction (goldmark) is what a
+//     run spends most of its time on;
+//   - per mode (HEAD, index), how every unique reference resolved, the
+//     line checks, and the Markdown paths of the tree, valid for one key — the mode, HEAD's
+//     commit, the index file's identity (its size and the SHA-1 git writes
+//     at its end over its whole content), the root's prefix, the rename
+//     depth and ignore list — and the contents of the ignore files read
+//     (compared again before the outcomes are used);
+//   - the deletions found in HEAD's history (History), keyed on HEAD and
+//     the depth: a reference no file ever had is known to be one without
+//     walking thousands of commits again.
+type cacheFile struct {
+	// Local identifies the directories the cache was written for
+	// (localIdentity of the root and the git directory): a cache from
+	// anywhere else is ignored.
+	Local   string
+	Opts    string
+	Extract []cachedRefs
+	// Trees holds the outcomes of each mode (HEAD, index) last checked.
+	Trees   []treeSection
+	History *cachedHistory
+}
+
+// treeSection is the outcomes of one mode, valid for its Tree key.
+type treeSection struct {
+	Mode     int
+	Tree     string
+	Ignore   []ignoreDep
+	Outcomes []cachedOutcome
+	EOF      []cachedEOF
+	HasMD    bool
+	MD       []string
+}
+
+type cachedRefs struct {
+	Key  [32]byte
+	Refs []Ref
+}
+
+// ignoreDep is one ignore file read while resolving: its content's hash,
+// or Present false when it could not be read (missing, not a regular
+// file).
+type ignoreDep struct {
+	Name    string
+	Present bool
+	Sum     [32]byte
+}
+
+type cachedOutcome struct {
+	Path, Dir string
+	Rooted    bool
+	Found     string
+	How       string
+	Skip      string
+	Missing   bool
+	Moved     string
+	Searched  int
+	Truncated bool
+}
+
+type cachedEOF struct {
+	Path, Dir string
+	Rooted    bool
+	Line      int
+	Past      bool
+}
+
+// cachedHistory is the history walked from one HEAD: every step's trees
+// and the deletions of each, newest first, and whether the walk reached
+// the end (Complete: every commit within the depth was read).
+type cachedHistory struct {
+	Head      string
+	Depth     int
+	Complete  bool
+	Truncated bool
+	Steps     [][2][20]byte
+	Dels      []cachedDeletion
+	Renames   []cachedRenames
+}
+
+// cachedRenames is the renames go-git's detection found in one step,
+// kept once computed (Pairs: from, to).
+type cachedRenames struct {
+	Step  int
+	Pairs [][2]string
+}
+
+type cachedDeletion struct {
+	Step int
+	Path string
+}
+
+type eofKey struct {
+	k    outcomeKey
+	line int
+}
+
+// cacheState is a Checker's view of the cache: what was read, and what
+// this run used or computed (what a save writes).
+type cacheState struct {
+	enabled  bool   // a cache may be read and written for this Checker
+	tried    bool   // loadCache ran
+	file     string // the cache file
+	local    string // localIdentity of this root and git directory
+	optsKey  string
+	treeKey  string // "" when outcomes cannot be cached (no stable identity)
+	treeHit  bool   // the cached outcomes were valid and loaded
+	oldBytes []byte
+	extOld   map[[32]byte][]Ref
+	extUsed  map[[32]byte][]Ref
+	ignore   map[string]ignoreDep
+	eof      map[eofKey]bool
+	hasMD    bool
+	md       []string
+	history  *cachedHistory // as read (valid for this HEAD and depth)
+	others   []treeSection  // the other modes' sections, kept as read
+	// computed: this run worked something out the cache did not hold
+	// (a save then writes); loaded counts what the cache held.
+	computed             bool
+	loadedOut, loadedEOF int
+	// usedOut and usedEOF are the outcomes and line checks this run
+	// asked for: only they are saved, so references that went away do
+	// not stay in the cache.
+	usedOut map[outcomeKey]bool
+	usedEOF map[eofKey]bool
+}
+
+func (s *cacheState) use(k outcomeKey) {
+	if s.usedOut == nil {
+		s.usedOut = map[outcomeKey]bool{}
+	}
+	s.usedOut[k] = true
+}
+
+func (s *cacheState) useEOF(k eofKey) {
+	if s.usedEOF == nil {
+		s.usedEOF = map[eofKey]bool{}
+	}
+	s.usedEOF[k] = true
+}
+
+// optionsKey fingerprints the options extraction depends on.
+func optionsKey(opts Options) string {
+	var b strings.Builder
+	for _, e := range opts.Extensions {
+		b.WriteString(e)
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	for _, e := range opts.Ignore {
+		b.WriteString(e)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// textKey hashes the texts one extraction reads, with its kind and the
+// document's directory, each length-prefixed.
+func textKey(kind, dir string, texts ...string) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	put := func(s string) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		io.WriteString(h, s)
+	}
+	put(kind)
+	put(dir)
+	for _, t := range texts {
+		put(t)
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// extract returns the references of the texts from the cache, or computes
+// them with f and remembers them.
+func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {
+	if refs, ok := c.cache.extUsed[k]; ok {
+		return refs
+	}
+	refs, ok := c.cache.extOld[k]
+	if !ok {
+		refs = f()
+		c.cache.computed = true
+	}
+	if c.cache.extUsed == nil {
+		c.cache.extUsed = map[[32]byte][]Ref{}
+	}
+	c.cache.extUsed[k] = refs
+	return refs
+}
+
+// indexIdentity identifies the index file git would commit: its size and
+// the trailing SHA-1 git computes over its content. "" when it has none
+// (index.skipHash) or cannot be read; "absent" when there is no index.
+func indexIdentity(name string) string {
+	f, err := os.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return "absent"
+	}
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < 12+20 {
+		return ""
+	}
+	var sum [20]byte
+	if _, err := f.ReadAt(sum[:], fi.Size()-20); err != nil || sum == [20]byte{} {
+		return ""
+	}
+	return fmt.Sprintf("%d:%x", fi.Size(), sum)
+}
+
+// indexFile is the index file git would commit (GIT_INDEX_FILE when set).
+func (c *Checker) indexFile() string {
+	if name := os.Getenv("GIT_INDEX_FILE"); name != "" {
+		if abs, err := filepath.Abs(name); err == nil {
+			return abs
+		}
+		return ""
+	}
+	return filepath.Join(c.gitDir, "index")
+}
+
+// loadCache reads the cache for this Checker (once). Outcomes are taken
+// only when the tree key matches and every ignore file they depended on
+// still has the same content.
+func (c *Checker) loadCache() {
+	c.cache.tried = true
+	dirs := []string{c.root}
+	if c.repo != nil {
+		dirs = append(dirs, c.gitDir)
+	}
+	if c.cache.local = localIdentity(dirs...); c.cache.local == "" {
+		return
+	}
+	c.cache.enabled = true
+	c.cache.file = cachedir.Path(c.root, CacheName)
+	if c.repo != nil && c.head != nil {
+		var headHash plumbing.Hash = c.head.Hash
+		if id := indexIdentity(c.indexFile()); id != "" {
+			c.cache.treeKey = fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%d\x00%q", c.mode, headHash, id, c.prefix, c.depth, c.ignore)
+		}
+	}
+	data, err := safefs.ReadFile(c.cache.file, maxCache)
+	head := cacheHeader(c.cache.local)
+	if err != nil || !bytes.HasPrefix(data, []byte(head)) {
+		return
+	}
+	var cf cacheFile
+	if err := gob.NewDecoder(bytes.NewReader(data[len(head):])).Decode(&cf); err != nil || cf.Local != c.cache.local {
+		return
+	}
+	c.cache.oldBytes = data
+	c.cache.optsKey = cf.Opts
+	c.cache.extOld = make(map[[32]byte][]Ref, len(cf.Extract))
+	for _, e := range cf.Extract {
+		c.cache.extOld[e.Key] = e.Refs
+	}
+	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Depth == c.depth {
+		if h.Head != c.head.Hash.String() {
+			// HEAD moved on: commits on top of the cached walk's HEAD
+			// extend it (extendHistory).
+			if h = c.extendHistory(h); h != nil {
+				c.cache.computed = true
+			}
+		}
+		if h != nil && c.restoreHistory(h) {
+			c.cache.history = h
+		}
+	}
+	var sec *treeSection
+	for i := range cf.Trees {
+		if cf.Trees[i].Mode == int(c.mode) {
+			sec = &cf.Trees[i]
+		} else {
+			c.cache.others = append(c.cache.others, cf.Trees[i])
+		}
+	}
+	if sec == nil || c.cache.treeKey == "" || sec.Tree != c.cache.treeKey {
+		return
+	}
+	for _, d := range sec.Ignore {
+		if readIgnoreDep(d.Name) != d {
+			return
+		}
+	}
+	c.cache.treeHit = true
+	c.cache.ignore = make(map[string]ignoreDep, len(sec.Ignore))
+	for _, d := range sec.Ignore {
+		c.cache.ignore[d.Name] = d
+	}
+	for _, o := range sec.Outcomes {
+		c.outcomes[outcomeKey{o.Path, o.Dir, o.Rooted}] = &outcome{
+			found: o.Found, how: o.How, skip: o.Skip, missing: o.Missing,
+			moved: o.Moved, searched: o.Searched, truncated: o.Truncated,
+		}
+	}
+	c.cache.eof = make(map[eofKey]bool, len(sec.EOF))
+	for _, e := range sec.EOF {
+		c.cache.eof[eofKey{outcomeKey{e.Path, e.Dir, e.Rooted}, e.Line}] = e.Past
+	}
+	c.cache.hasMD, c.cache.md = sec.HasMD, sec.MD
+	c.cache.loadedOut, c.cache.loadedEOF = len(c.outcomes), len(c.cache.eof)
+}
+
+// useOptions drops cached extractions made with other options.
+func (c *Checker) useOptions(opts Options) {
+	k := optionsKey(opts)
+	if k != c.cache.optsKey {
+		c.cache.optsKey = k
+		c.cache.extOld = nil
+		c.cache.extUsed = nil
+	}
+}
+
+// readIgnoreDep reads an ignore file the way readIgnore does and returns
+// its dependency record.
+func readIgnoreDep(name string) ignoreDep {
+	data, ok := readIgnoreBytes(name)
+	d := ignoreDep{Name: name, Present: ok}
+	if ok {
+		d.Sum = sha256.Sum256(data)
+	}
+	return d
+}
+
+// SaveCache writes what this Checker's runs extracted and resolved to
+// the staleness cache, when that differs from what was read. The caller
+// holds the learning lock. A Checker that met an error, was cancelled or
+// checks for the pre-commit hook (which writes nothing) saves nothing.
+func (c *Checker) SaveCache() error {
+	if !c.cache.enabled || c.ctx != nil && c.ctx.Err() != nil {
+		return nil
+	}
+	if c.cache.treeHit && !c.cache.computed && len(c.cache.extUsed) == len(c.cache.extOld) &&
+		len(c.cache.usedOut) == c.cache.loadedOut && len(c.cache.usedEOF) == c.cache.loadedEOF {
+		// Everything came from the cache, and all of it was used: what
+		// a save would write is what was read.
+		return nil
+	}
+	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey}
+	for k, refs := range c.cache.extUsed {
+		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
+	}
+	sort.Slice(cf.Extract, func(i, j int) bool { return bytes.Compare(cf.Extract[i].Key[:], cf.Extract[j].Key[:]) < 0 })
+	cf.Trees = append(cf.Trees, c.cache.others...)
+	if c.err == nil && c.cache.treeKey != "" {
+		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey}
+		for _, d := range c.cache.ignore {
+			sec.Ignore = append(sec.Ignore, d)
+		}
+		sort.Slice(sec.Ignore, func(i, j int) bool { return sec.Ignore[i].Name < sec.Ignore[j].Name })
+		for k, o := range c.outcomes {
+			if !c.cache.usedOut[k] {
+				continue
+			}
+			sec.Outcomes = append(sec.Outcomes, cachedOutcome{
+				Path: k.path, Dir: k.dir, Rooted: k.rooted, Found: o.found, How: o.how, Skip: o.skip,
+				Missing: o.missing, Moved: o.moved, Searched: o.searched, Truncated: o.truncated,
+			})
+		}
+		sort.Slice(sec.Outcomes, func(i, j int) bool {
+			a, b := sec.Outcomes[i], sec.Outcomes[j]
+			if a.Path != b.Path {
+				return a.Path < b.Path
+			}
+			if a.Dir != b.Dir {
+				return a.Dir < b.Dir
+			}
+			return !a.Rooted && b.Rooted
+		})
+		for k, past := range c.cache.eof {
+			if !c.cache.usedEOF[k] {
+				continue
+			}
+			sec.EOF = append(sec.EOF, cachedEOF{k.k.path, k.k.dir, k.k.rooted, k.line, past})
+		}
+		sort.Slice(sec.EOF, func(i, j int) bool {
+			a, b := sec.EOF[i], sec.EOF[j]
+			if a.Path != b.Path {
+				return a.Path < b.Path
+			}
+			if a.Dir != b.Dir {
+				return a.Dir < b.Dir
+			}
+			if a.Rooted != b.Rooted {
+				return !a.Rooted
+			}
+			return a.Line < b.Line
+		})
+		sec.HasMD, sec.MD = c.cache.hasMD, c.cache.md
+		cf.Trees = append(cf.Trees, sec)
+	}
+	sort.Slice(cf.Trees, func(i, j int) bool { return cf.Trees[i].Mode < cf.Trees[j].Mode })
+	if c.err == nil {
+		cf.History = c.historyRecord()
+	}
+	var buf bytes.Buffer
+	buf.WriteString(cacheHeader(c.cache.local))
+	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
+		return fmt.Errorf("staleness: encode cache: %w", err)
+	}
+	if bytes.Equal(buf.Bytes(), c.cache.oldBytes) {
+		return nil
+	}
+	if _, err := cachedir.Ensure(c.root); err != nil {
+		return fmt.Errorf("staleness: cache directory: %w", err)
+	}
+	if err := manifest.WriteFile(c.cache.file, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("staleness: write cache: %w", err)
+	}
+	c.cache.oldBytes = buf.Bytes()
+	return nil
+}
+
+// noteIgnore records an ignore file read while resolving.
+func (c *Checker) noteIgnore(name string, data []byte, ok bool) {
+	c.cache.computed = true
+	if c.cache.ignore == nil {
+		c.cache.ignore = map[string]ignoreDep{}
+	}
+	d := ignoreDep{Name: name, Present: ok}
+	if ok {
+		d.Sum = sha256.Sum256(data)
+	}
+	c.cache.ignore[name] = d
+}

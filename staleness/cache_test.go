@@ -1,0 +1,615 @@
+package staleness
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// cacheRun is one run of the check as `stale` does it: Open, Scan (with
+// --explain, so every reference's resolution is compared too), and, when
+// save is set, SaveCache. It returns the report as JSON.
+func cacheRun(t *testing.T, root string, mode Mode, cfg config.Staleness, log *manifest.Log, save bool) (string, *Checker) {
+	t.Helper()
+	c, err := Open(root, mode, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	opts := OptionsFor(cfg)
+	opts.Explain = true
+	rep, err := Scan(root, c, log, opts)
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("checker error: %v", err)
+	}
+	if save {
+		if err := c.SaveCache(); err != nil {
+			t.Fatalf("SaveCache: %v", err)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), c
+}
+
+// compareCached runs the check with the cache left by earlier runs, again
+// with the cache just written, and without any cache, and wants the same
+// report from all three. It leaves the cache as the first run wrote it.
+func compareCached(t *testing.T, root string, mode Mode, cfg config.Staleness, log *manifest.Log, what string) {
+	t.Helper()
+	first, _ := cacheRun(t, root, mode, cfg, log, true)
+	second, c := cacheRun(t, root, mode, cfg, log, true)
+	if !c.cache.treeHit {
+		t.Errorf("%s: mode %d: a second run on the same trees did not use the cached outcomes", what, mode)
+	}
+	if mode == Staged && !c.idxLazy {
+		t.Errorf("%s: a fully cached staged run decoded the index", what)
+	}
+	file := cachedir.Path(root, CacheName)
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%s: cache not written: %v", what, err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	fresh, _ := cacheRun(t, root, mode, cfg, log, false)
+	if err := os.WriteFile(file, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if first != fresh {
+		t.Errorf("%s: mode %d: with the previous cache\n%s\nwithout a cache\n%s", what, mode, first, fresh)
+	}
+	if second != fresh {
+		t.Errorf("%s: mode %d: with its own cache\n%s\nwithout a cache\n%s", what, mode, second, fresh)
+	}
+}
+
+// A random repository under random edits, commits, renames, staged
+// changes, ignore-rule changes and knowledge edits: after every step the
+// check with the cache (as earlier steps left it, and as this step wrote
+// it) reports exactly what it reports without one, against HEAD and
+// against the index.
+func TestCacheNeverChangesAResult(t *testing.T) {
+	seeds := []int64{1, 2, 3}
+	steps := 14
+	if testing.Short() {
+		seeds, steps = seeds[:1], 8
+	}
+	for _, seed := range seeds {
+		// The default depth, and one the history outgrows (truncated
+		// walks, a cached walk extended past the depth).
+		for _, depth := range []int{0, 3} {
+			t.Run(fmt.Sprintf("%d/depth%d", seed, depth), func(t *testing.T) {
+				cacheProperty(t, seed, steps, depth)
+			})
+		}
+	}
+}
+
+func cacheProperty(t *testing.T, seed int64, steps, depth int) {
+	rng := rand.New(rand.NewSource(seed))
+	r := newRepo(t)
+	dirs := []string{"src", "src/api", "lib", "cmd/tool", "docs"}
+	exts := []string{"go", "ts", "md", "py"}
+	var files []string
+	lines := func() string {
+		var b strings.Builder
+		for i := 0; i < 1+rng.Intn(12); i++ {
+			fmt.Fprintf(&b, "line %d\n", rng.Intn(1000))
+		}
+		return b.String()
+	}
+	newName := func() string {
+		return fmt.Sprintf("%s/f%d.%s", dirs[rng.Intn(len(dirs))], rng.Intn(40), exts[rng.Intn(len(exts))])
+	}
+	for i := 0; i < 12; i++ {
+		p := newName()
+		r.write(p, lines())
+		files = append(files, p)
+	}
+	// References: paths as they are now (full, bare, partial, with a
+	// line), names that never were files, ignored build outputs.
+	refText := func() string {
+		var parts []string
+		for i := 0; i < 1+rng.Intn(4); i++ {
+			p := files[rng.Intn(len(files))]
+			switch rng.Intn(6) {
+			case 0:
+				parts = append(parts, filepath.Base(p))
+			case 1:
+				parts = append(parts, p+fmt.Sprintf(":%d", 1+rng.Intn(14)))
+			case 2:
+				if i := strings.Index(p, "/"); i >= 0 {
+					parts = append(parts, p[i+1:])
+				}
+			case 3:
+				parts = append(parts, fmt.Sprintf("never%d.go", rng.Intn(5)))
+			case 4:
+				parts = append(parts, fmt.Sprintf("dist/out%d.js", rng.Intn(3)))
+			default:
+				parts = append(parts, "`"+p+"`")
+			}
+		}
+		return "see " + strings.Join(parts, " and ")
+	}
+	knowledge := func() {
+		var b strings.Builder
+		b.WriteString("# Architectural Decisions\n\n")
+		for i := 1; i <= 4; i++ {
+			fmt.Fprintf(&b, "## ADR-%03d: Decision %d\n\n- **Status**: Accepted\n- **Context**: %s\n\n", i, i, refText())
+		}
+		r.write(".memory/knowledge/decisions.md", b.String())
+		r.write("docs/KNOWLEDGE.md", "# Notes\n\n"+refText()+"\n\n## More\n\n"+refText()+"\n")
+	}
+	var obs []string
+	addObs := func() {
+		obs = append(obs, obsLine(fmt.Sprintf("obs_%d", len(obs)), "created", refText(), refText()))
+	}
+	for i := 0; i < 6; i++ {
+		addObs()
+	}
+	r.write(".gitignore", "dist/\n")
+	knowledge()
+	r.commit("init")
+
+	cfg := config.Default().Staleness
+	if depth > 0 {
+		cfg.RenameDepth = depth
+	}
+	for step := 0; step < steps; step++ {
+		var what string
+		switch op := rng.Intn(9); op {
+		case 0: // rename and commit
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.mv(files[i], to)
+			r.commit("rename")
+			what = "rename " + files[i] + " -> " + to
+			files[i] = to
+		case 1: // delete and commit
+			if len(files) < 4 {
+				continue
+			}
+			i := rng.Intn(len(files))
+			r.git("rm", "-q", files[i])
+			r.commit("delete")
+			what = "delete " + files[i]
+			files = append(files[:i], files[i+1:]...)
+		case 2: // staged rename, not committed
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.mv(files[i], to)
+			what = "staged rename " + files[i] + " -> " + to
+			files[i] = to
+		case 3: // same size, other line count, staged
+			i := rng.Intn(len(files))
+			b, err := os.ReadFile(filepath.Join(r.dir, files[i]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb := bytes.ReplaceAll(b, []byte("\n"), []byte(" "))
+			nb[len(nb)-1] = '\n'
+			r.write(files[i], string(nb))
+			r.git("add", files[i])
+			what = "staged same-size edit of " + files[i]
+		case 4: // ignore rules change in the working tree only
+			rules := []string{"dist/\n", "", "dist/\n*.py\n", "never*.go\n"}
+			r.write(".gitignore", rules[rng.Intn(len(rules))])
+			what = "edit .gitignore"
+		case 5: // the knowledge changes
+			knowledge()
+			what = "edit knowledge"
+		case 6: // observations come
+			addObs()
+			what = "add observation"
+		case 7: // a branch renames, main deletes, merged
+			i := rng.Intn(len(files))
+			to := newName()
+			if _, err := os.Stat(filepath.Join(r.dir, to)); err == nil {
+				continue
+			}
+			r.commit("pending")
+			r.git("checkout", "-q", "-b", fmt.Sprintf("b%d", step))
+			r.mv(files[i], to)
+			r.commit("branch rename")
+			r.git("checkout", "-q", "main")
+			r.write(fmt.Sprintf("lib/m%d.go", step), lines())
+			files = append(files, fmt.Sprintf("lib/m%d.go", step))
+			r.commit("main work")
+			r.git("merge", "-q", "--no-edit", fmt.Sprintf("b%d", step))
+			what = "merge of a branch renaming " + files[i]
+			files[i] = to
+		case 8: // a new file staged
+			p := newName()
+			r.write(p, lines())
+			r.git("add", p)
+			files = append(files, p)
+			what = "stage new " + p
+		}
+		log := manifest.ParseLog([]byte(strings.Join(obs, "\n") + "\n"))
+		for _, mode := range []Mode{Auto, Staged} {
+			compareCached(t, r.dir, mode, cfg, log, fmt.Sprintf("step %d (%s)", step, what))
+		}
+	}
+}
+
+// A cache that is corrupt, truncated, from another version or not a
+// regular file is ignored: the report is the one of a run without it.
+func TestCacheDamagedIsIgnored(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	want, _ := cacheRun(t, r.dir, Auto, cfg, log, true)
+	file := cachedir.Path(r.dir, CacheName)
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"truncated":     good[:len(good)/2],
+		"garbage":       append([]byte(cacheHeader(localIdentity(r.dir, filepath.Join(r.dir, ".git")))), bytes.Repeat([]byte{0xff}, 200)...),
+		"other version": append([]byte("learnwatch staleness cache 1\n"), good[len(cacheMagic):]...),
+		"other clone":   append([]byte(cacheHeader("1:2;3:4;")), good[len(cacheHeader(localIdentity(r.dir, filepath.Join(r.dir, ".git")))):]...),
+		"empty":         nil,
+	} {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, c := cacheRun(t, r.dir, Auto, cfg, log, true)
+		if got != want {
+			t.Errorf("%s cache: got\n%s\nwant\n%s", name, got, want)
+		}
+		if c.cache.treeHit {
+			t.Errorf("%s cache: outcomes taken from it", name)
+		}
+		if now, _ := os.ReadFile(file); !bytes.Equal(now, good) {
+			t.Errorf("%s cache: not rewritten as a full run writes it", name)
+		}
+	}
+	// A symlink where the cache should be is not followed.
+	elsewhere := filepath.Join(t.TempDir(), "x")
+	if err := os.WriteFile(elsewhere, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(file)
+	if err := os.Symlink(elsewhere, file); err != nil {
+		t.Skip("no symlinks")
+	}
+	c, err := Open(r.dir, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.treeHit || c.cache.oldBytes != nil {
+		t.Error("the cache was read through a symlink")
+	}
+}
+
+// A run where nothing changed writes nothing; one whose cache was used
+// but whose trees changed rewrites it.
+func TestCacheUnchangedRunWritesNothing(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	file := cachedir.Path(r.dir, CacheName)
+	fi1, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gi, err := os.ReadFile(filepath.Join(cachedir.Dir(r.dir), ".gitignore")); err != nil || !strings.Contains(string(gi), "*") {
+		t.Fatalf("cache directory without its .gitignore: %q %v", gi, err)
+	}
+	if out := r.git("status", "--porcelain", "--ignored=no", ".memory/.cache"); out != "" {
+		t.Fatalf("git sees the cache: %s", out)
+	}
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	fi2, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		t.Error("an unchanged run rewrote the cache")
+	}
+	r.write("src/new.go", "x\n")
+	r.commit("new")
+	_, c := cacheRun(t, r.dir, Auto, cfg, log, true)
+	if c.cache.treeHit {
+		t.Error("outcomes of the previous HEAD were used")
+	}
+	fi3, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(fi1, fi3) {
+		t.Error("a run on a new HEAD did not rewrite the cache")
+	}
+}
+
+// The pre-commit hook neither reads nor writes the cache.
+func TestCachePreCommitWritesNothing(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	c, err := Open(r.dir, PreCommit, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Scan(r.dir, c, log, OptionsFor(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveCache(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(cachedir.Dir(r.dir)); err == nil {
+		t.Error("the pre-commit check created the cache directory")
+	}
+}
+
+// In a linked worktree the index is the worktree's own: staging there
+// changes what a cached run reports, and the cache lives in that
+// worktree's .memory.
+func TestCacheLinkedWorktree(t *testing.T) {
+	r, log := scanRepo(t)
+	wt := filepath.Join(t.TempDir(), "wt")
+	r.git("worktree", "add", "-q", "-b", "side", wt)
+	cfg := config.Default().Staleness
+	side := &gitRepo{t: t, dir: wt}
+	compareCached(t, wt, Staged, cfg, log, "fresh worktree")
+	before, _ := cacheRun(t, wt, Staged, cfg, log, true)
+	side.git("rm", "-q", "src/auth/login.go")
+	compareCached(t, wt, Staged, cfg, log, "deletion staged in the worktree")
+	after, _ := cacheRun(t, wt, Staged, cfg, log, true)
+	if before == after || !strings.Contains(after, `"ref":"src/auth/login.go","reason":"missing"`) {
+		t.Errorf("the worktree's staged deletion is not reported:\n%s", after)
+	}
+	if _, err := os.Stat(cachedir.Path(wt, CacheName)); err != nil {
+		t.Errorf("no cache in the worktree: %v", err)
+	}
+}
+
+// ScanTreeCached reports what ScanTree reports and leaves the cache a
+// second run uses; the session-start marks never read it.
+func TestScanTreeCached(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	want, err := ScanTree(r.dir, Auto, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(cachedir.Path(r.dir, CacheName)); err == nil {
+		t.Fatal("ScanTree wrote the cache")
+	}
+	for i := 0; i < 2; i++ {
+		got, err := ScanTreeCached(context.Background(), r.dir, Auto, cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+			t.Errorf("run %d: %s, want %s", i, g, w)
+		}
+	}
+	c, err := Open(r.dir, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.cache.treeHit {
+		t.Error("ScanTreeCached left no usable cache")
+	}
+	c, err = openChecker(r.dir, Auto, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.enabled || len(c.outcomes) > 0 {
+		t.Error("a checker without the cache read it")
+	}
+}
+
+// A cloned repository may carry a committed .memory/.cache: a cache
+// written for another clone is never used, whatever it says about the
+// same HEAD.
+func TestCacheFromAnotherCloneIsIgnored(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	if _, c := cacheRun(t, r.dir, Auto, cfg, log, false); !c.cache.treeHit || c.cache.history == nil && c.hist.done {
+		t.Fatal("the cache is not used where it was written")
+	}
+	r.git("add", "-f", ".memory/.cache")
+	r.commit("commit the cache")
+	cacheRun(t, r.dir, Auto, cfg, log, true) // the cache of the new HEAD
+	r.commit("again")
+	cacheRun(t, r.dir, Auto, cfg, log, true) // for the HEAD the clone gets
+	clone := filepath.Join(t.TempDir(), "clone")
+	r.git("clone", "-q", r.dir, clone)
+	src, err := os.ReadFile(cachedir.Path(r.dir, CacheName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cachedir.Path(clone, CacheName), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(clone, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.cache.treeHit || c.cache.history != nil || c.cache.extOld != nil {
+		t.Error("a cache copied from another clone was used")
+	}
+}
+
+// FuzzCacheFile feeds the cache decoder arbitrary files — as found, and
+// re-encoded as if this clone had written them, so the checks after
+// decoding (history steps out of range, outcomes of other trees) are
+// reached. The check must neither panic nor fail; a file as found (not
+// this clone's) must not change the report.
+func FuzzCacheFile(f *testing.F) {
+	if _, err := exec.LookPath("git"); err != nil {
+		f.Skip("git not installed")
+	}
+	dir := f.TempDir()
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(gitEnv(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			f.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitIn("init", "-q", "-b", "main")
+	for name, content := range map[string]string{
+		"src/a.go": body, "src/old.go": body, ".gitignore": "dist/\n",
+		".memory/knowledge/decisions.md": "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go:3, src/old.go, never.go, dist/x.js\n",
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	gitIn("add", "-A")
+	gitIn("commit", "-q", "-m", "init")
+	gitIn("mv", "src/old.go", "src/new.go")
+	gitIn("commit", "-q", "-m", "rename")
+	cfg := config.Default().Staleness
+	run := func(t testing.TB, save bool) string {
+		c, err := Open(dir, Auto, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Scan(dir, c, nil, Options{Explain: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if save {
+			_ = c.SaveCache()
+		}
+		b, _ := json.Marshal(rep)
+		return string(b)
+	}
+	file := cachedir.Path(dir, CacheName)
+	os.Remove(file)
+	want := run(f, true)
+	good, err := os.ReadFile(file)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/3])
+	f.Add([]byte(cacheMagic))
+	// The gob part of the good file, for the re-headed runs.
+	f.Add(good[bytes.IndexByte(good[len(cacheMagic):], '\n')+len(cacheMagic)+1:])
+	local := localIdentity(dir, filepath.Join(dir, ".git"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := run(t, false); got != want {
+			t.Errorf("a cache file not written here changed the report:\n%s\nwant\n%s", got, want)
+		}
+		// The same bytes after this clone's header: the decoder and the
+		// checks after it are reached.
+		head := cacheHeader(local)
+		if err := os.WriteFile(file, append([]byte(head), data...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, false)
+		var cf cacheFile
+		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) != nil {
+			return
+		}
+		cf.Local = local
+		var buf bytes.Buffer
+		buf.WriteString(head)
+		if gob.NewEncoder(&buf).Encode(&cf) != nil {
+			return
+		}
+		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(t, true) // must not panic
+	})
+}
+
+// Ignore rules rewritten at the same size with the old mtime put back
+// (cp -p, touch -r), and a knowledge file edited the same way: the cache
+// is keyed on content, so the next run sees both.
+func TestCacheSameSizeSameMtime(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.write(".gitignore", "dist/\n")
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: dist/x.js and src/a.go:10\n")
+	r.commit("init")
+	cfg := config.Default().Staleness
+	before, _ := cacheRun(t, r.dir, Auto, cfg, nil, true)
+	if !strings.Contains(before, `"reason":"gitignored"`) {
+		t.Fatalf("setup: %s", before)
+	}
+	rewrite := func(name, content string) {
+		p := filepath.Join(r.dir, name)
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(content)) != fi.Size() {
+			t.Fatalf("%s: not the same size", name)
+		}
+		writeFile(t, p, content)
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(".gitignore", "dust/\n")
+	rewrite(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: dist/x.js and src/a.go:11\n")
+	compareCached(t, r.dir, Auto, cfg, nil, "same size, same mtime")
+	after, _ := cacheRun(t, r.dir, Auto, cfg, nil, true)
+	if strings.Contains(after, `"reason":"gitignored"`) || !strings.Contains(after, `"ref":"src/a.go:11","reason":"line-past-eof"`) {
+		t.Errorf("the rewritten files were not seen:\n%s", after)
+	}
+}
+
+// References that went away leave the cache: it holds what the last run
+// used, not everything ever seen on these trees.
+func TestCacheDropsWhatIsNoLongerUsed(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go:3 and gone.go\n")
+	r.commit("init")
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, nil, true)
+	r.write(".memory/knowledge/decisions.md", "# D\n\n## ADR-001: A\n\n- **Status**: Accepted\n- **Context**: src/a.go\n")
+	cacheRun(t, r.dir, Auto, cfg, nil, true)
+	_, c := cacheRun(t, r.dir, Auto, cfg, nil, false)
+	if !c.cache.treeHit {
+		t.Fatal("the cache was not used")
+	}
+	var keys []string
+	for k := range c.outcomes {
+		keys = append(keys, k.path)
+	}
+	if len(keys) != 1 || keys[0] != "src/a.go" || len(c.cache.eof) != 0 || len(c.cache.extOld) != 1 {
+		t.Errorf("the cache holds outcomes %v, %d line checks, %d extractions; want src/a.go only", keys, len(c.cache.eof), len(c.cache.extOld))
+	}
+}
