@@ -170,12 +170,20 @@ func RefreshPolicy(ctx context.Context, root string, now time.Time, timeout time
 }
 
 // RefreshPolicyLocked is RefreshPolicy for a caller holding the learning lock.
+// The journal is folded from the fold snapshot (FoldFeedback), which it
+// brings up to date.
 func RefreshPolicyLocked(root string, now time.Time) (learn.Policy, error) {
-	events, _, err := ReadFeedback(root)
-	if err != nil {
-		return learn.Policy{}, err
-	}
-	return updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
-		return learn.Overlays(p, learn.Tally(events, p.Resets), now), nil
+	var ferr error
+	p, err := updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
+		fd, err := foldFeedbackLocked(root, p.Resets)
+		if err != nil {
+			ferr = err
+			return p, err
+		}
+		return learn.Overlays(p, fd.tally, now), nil
 	})
+	if ferr != nil {
+		return learn.Policy{}, ferr
+	}
+	return p, err
 }

@@ -180,13 +180,14 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 // rankEntriesFor is rankEntries for a consumer role: each entry also gets
 // its evidence tags (learn.EvidenceTags).
 func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log, role string) ([]index.Entry, []string) {
-	evs, _, err := journal.ReadFeedback(root)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
-	}
 	n := now()
 	params := learn.ParamsFrom(cfg.Learn)
-	stats := learn.FoldWith(evs, n, params)
+	folded, err := journal.FoldFeedback(root, n, params)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
+		folded.Stats = map[string]learn.Stats{}
+	}
+	stats := folded.Stats
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
 	}

@@ -1,0 +1,336 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/learn"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// SnapshotFile is the fold snapshot of feedback.jsonl, a disposable cache
+// under .memory/.cache/: the learn fold's raw sums and the per-type tally
+// of the journal's first Size bytes (complete lines only), so that a
+// reader folds only the lines appended since. It is checked against the
+// journal before use — same file (device and inode), at least Size bytes,
+// the same first bytes and the same last folded line — and ignored (the
+// journal is folded from scratch) when missing, unreadable, corrupt, from
+// another version or not matching. It never changes a result.
+const SnapshotFile = "feedback.snapshot"
+
+const (
+	snapshotVersion = 1
+	// headBytes is how much of the journal's beginning the snapshot
+	// hashes: a tool rewriting the file in place is caught there or at
+	// the last folded line.
+	headBytes = 4096
+	// maxLastLine bounds the last folded line re-read to check a snapshot.
+	maxLastLine = 1 << 20
+)
+
+// snapshotDoc is the JSON form of SnapshotFile.
+type snapshotDoc struct {
+	Version int                        `json:"version"`
+	Size    int64                      `json:"size"`
+	Dev     uint64                     `json:"dev"`
+	Ino     uint64                     `json:"ino"`
+	HeadLen int64                      `json:"head_len"`
+	Head    string                     `json:"head"`
+	LastAt  int64                      `json:"last_at"`
+	Last    string                     `json:"last"`
+	Corrupt int                        `json:"corrupt"`
+	Since   map[string]time.Time       `json:"since"`
+	Tally   map[string]learn.TypeStats `json:"tally"`
+	Fold    *learn.Folder              `json:"fold"`
+}
+
+// Folded is feedback.jsonl folded: what a full read with ReadFeedback,
+// learn.FoldWith and learn.Tally gives, bit for bit.
+type Folded struct {
+	// Stats is learn.FoldWith of every event as of the fold time.
+	Stats map[string]learn.Stats
+	// Tally is learn.Tally of every event since Resets (the policy's
+	// per-type resets when the journal was folded).
+	Tally  map[string]learn.TypeStats
+	Resets map[string]time.Time
+	// Events and Corrupt count the lines that parsed and those that did not.
+	Events, Corrupt int
+	// FromSnapshot is set when a valid snapshot was resumed; TailBytes is
+	// how much of the journal was read and parsed.
+	FromSnapshot bool
+	TailBytes    int64
+}
+
+// folding is the raw result of foldJournal.
+type folding struct {
+	folder       *learn.Folder
+	tally        map[string]learn.TypeStats
+	since        map[string]time.Time
+	corrupt      int
+	fromSnapshot bool
+	tail         int64
+	save         []byte // a new snapshot to write (nil: none)
+}
+
+func (fd folding) result(now time.Time, p learn.Params) Folded {
+	return Folded{
+		Stats: fd.folder.Result(now, p), Tally: fd.tally, Resets: fd.since,
+		Events: fd.folder.Events(), Corrupt: fd.corrupt,
+		FromSnapshot: fd.fromSnapshot, TailBytes: fd.tail,
+	}
+}
+
+// FoldFeedback folds .memory/feedback.jsonl as of now with the engine
+// parameters p, reading only the lines appended since the fold snapshot
+// (SnapshotFile). The tally is taken since the resets of the policy file.
+// When it read lines the snapshot did not cover, it refreshes the
+// snapshot if the learning lock is free at once; it never waits for it.
+// Lines that do not parse are counted, as ReadFeedback does.
+func FoldFeedback(root string, now time.Time, p learn.Params) (Folded, error) {
+	pol, perr := LoadPolicy(root)
+	fd, err := foldJournal(root, pol.Resets)
+	if err != nil {
+		return Folded{}, err
+	}
+	if fd.save != nil && perr == nil {
+		// A snapshot is checked against the journal before use, so one
+		// overtaken by a newer one is merely older, never wrong.
+		if lock, err := manifest.AcquireLock(context.Background(), LockPath(root), 0); err == nil {
+			_ = saveSnapshot(root, fd.save)
+			lock.Release()
+		}
+	}
+	return fd.result(now, p), nil
+}
+
+// foldFeedbackLocked is FoldFeedback for a caller holding the learning
+// lock: it writes the new snapshot (a failure to write it changes nothing
+// but the next run's cost).
+func foldFeedbackLocked(root string, since map[string]time.Time) (folding, error) {
+	fd, err := foldJournal(root, since)
+	if err != nil {
+		return folding{}, err
+	}
+	if fd.save != nil {
+		_ = saveSnapshot(root, fd.save)
+	}
+	return fd, nil
+}
+
+func saveSnapshot(root string, b []byte) error {
+	if _, err := cachedir.Ensure(root); err != nil {
+		return err
+	}
+	return manifest.WriteFile(cachedir.Path(root, SnapshotFile), b, 0o644)
+}
+
+// foldJournal folds the journal, resuming the snapshot when it matches and
+// folding from scratch otherwise. Whatever goes unexpectedly — the file
+// changes while read, a tail event older than the snapshot's newest — it
+// falls back to the full read, the reference.
+func foldJournal(root string, since map[string]time.Time) (folding, error) {
+	if fd, ok := foldIncremental(root, since, true); ok {
+		return fd, nil
+	}
+	if fd, ok := foldIncremental(root, since, false); ok {
+		return fd, nil
+	}
+	return foldFull(root, since)
+}
+
+// foldFull is the reference: ReadFeedback, learn.Folder, learn.Tally.
+func foldFull(root string, since map[string]time.Time) (folding, error) {
+	evs, corrupt, err := ReadFeedback(root)
+	if err != nil {
+		return folding{}, err
+	}
+	f := learn.NewFolder()
+	f.Add(evs)
+	return folding{folder: f, tally: learn.Tally(evs, since), since: since, corrupt: corrupt, tail: -1}, nil
+}
+
+// foldIncremental folds from the snapshot (useSnap) or from the start of
+// the file; ok is false when the caller must take another way.
+func foldIncremental(root string, since map[string]time.Time, useSnap bool) (folding, bool) {
+	path := Path(root, FeedbackFile)
+	f, err := safefs.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && !useSnap {
+			return folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since}, true
+		}
+		return folding{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > safefs.MaxJournal {
+		return folding{}, false
+	}
+	size := fi.Size()
+	dev, ino := fileIdentity(fi)
+
+	fd := folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since}
+	var start int64
+	if useSnap {
+		s, ok := loadSnapshot(root)
+		if !ok || !s.matches(f, size, dev, ino, since) {
+			return folding{}, false
+		}
+		start = s.Size
+		fd.folder, fd.corrupt, fd.fromSnapshot = s.Fold, s.Corrupt, true
+		if s.Tally != nil {
+			fd.tally = s.Tally
+		}
+	}
+	data := make([]byte, size-start)
+	if _, err := f.ReadAt(data, start); err != nil && !(errors.Is(err, io.EOF) && len(data) == 0) {
+		return folding{}, false
+	}
+	fd.tail = int64(len(data))
+	cut := bytes.LastIndexByte(data, '\n') + 1
+	complete, partial := data[:cut], data[cut:]
+
+	in := interner{}
+	evs, corrupt := parseLines(complete, in)
+	if !fd.folder.Add(evs) {
+		return folding{}, false
+	}
+	learn.TallyInto(fd.tally, evs, since)
+	fd.corrupt += corrupt
+
+	if cut > 0 || !useSnap {
+		end := start + int64(cut)
+		if doc, ok := newSnapshot(f, data, start, end, dev, ino, fd, since); ok {
+			fd.save = doc
+		}
+	}
+
+	if len(bytes.TrimSpace(partial)) > 0 {
+		// The last line has no newline yet: folded as ReadFeedback
+		// does, never kept in the snapshot (a writer may complete it).
+		e, err := parseEvent(partial, in)
+		if err != nil {
+			fd.corrupt++
+		} else {
+			if !fd.folder.Add([]learn.Event{e}) {
+				return folding{}, false
+			}
+			learn.TallyInto(fd.tally, []learn.Event{e}, since)
+		}
+	}
+	return fd, true
+}
+
+// parseLines parses the non-blank lines of data as readLines does.
+func parseLines(data []byte, in interner) (evs []learn.Event, corrupt int) {
+	evs = make([]learn.Event, 0, bytes.Count(data, []byte{'\n'})+1)
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, err := parseEvent(line, in)
+		if err != nil {
+			corrupt++
+			continue
+		}
+		evs = append(evs, e)
+	}
+	return evs, corrupt
+}
+
+// newSnapshot encodes the state fd reached at byte end of the journal
+// (a line boundary); data holds the bytes from start. ok is false when the
+// state cannot be kept (nothing folded, or sums JSON cannot hold).
+func newSnapshot(f *os.File, data []byte, start, end int64, dev, ino uint64, fd folding, since map[string]time.Time) ([]byte, bool) {
+	if end == 0 {
+		return nil, false
+	}
+	headLen := min(end, headBytes)
+	head := make([]byte, headLen)
+	if headLen <= int64(len(data)) && start == 0 {
+		copy(head, data)
+	} else if _, err := f.ReadAt(head, 0); err != nil {
+		return nil, false
+	}
+	complete := data[:end-start]
+	lastAt := start + int64(bytes.LastIndexByte(complete[:len(complete)-1], '\n')+1)
+	if end-lastAt > maxLastLine {
+		return nil, false
+	}
+	doc := snapshotDoc{
+		Version: snapshotVersion, Size: end, Dev: dev, Ino: ino,
+		HeadLen: headLen, Head: hashOf(head),
+		LastAt: lastAt, Last: hashOf(data[lastAt-start : end-start]),
+		Corrupt: fd.corrupt, Since: since, Tally: fd.tally, Fold: fd.folder,
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, false
+	}
+	return append(b, '\n'), true
+}
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// loadSnapshot reads SnapshotFile; ok is false when it is missing,
+// unreadable, corrupt or from another version.
+func loadSnapshot(root string) (snapshotDoc, bool) {
+	b, err := safefs.ReadFile(cachedir.Path(root, SnapshotFile), safefs.MaxState)
+	if err != nil {
+		return snapshotDoc{}, false
+	}
+	var s snapshotDoc
+	if err := json.Unmarshal(b, &s); err != nil || s.Version != snapshotVersion || s.Fold == nil {
+		return snapshotDoc{}, false
+	}
+	if s.Size <= 0 || s.HeadLen != min(s.Size, headBytes) || s.LastAt < 0 || s.LastAt >= s.Size || s.Size-s.LastAt > maxLastLine || s.Corrupt < 0 {
+		return snapshotDoc{}, false
+	}
+	return s, true
+}
+
+// matches checks the snapshot against the open journal.
+func (s snapshotDoc) matches(f *os.File, size int64, dev, ino uint64, since map[string]time.Time) bool {
+	if s.Size > size || s.Dev != dev || s.Ino != ino || !sameResets(s.Since, since) {
+		return false
+	}
+	head := make([]byte, s.HeadLen)
+	if _, err := f.ReadAt(head, 0); err != nil || hashOf(head) != s.Head {
+		return false
+	}
+	last := make([]byte, s.Size-s.LastAt)
+	if _, err := f.ReadAt(last, s.LastAt); err != nil || hashOf(last) != s.Last {
+		return false
+	}
+	return last[len(last)-1] == '\n'
+}
+
+func sameResets(a, b map[string]time.Time) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, t := range a {
+		u, ok := b[k]
+		if !ok || !t.Equal(u) {
+			return false
+		}
+	}
+	return true
+}
