@@ -2,8 +2,13 @@ package journal
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/learn"
 )
 
 func FuzzParseEvent(f *testing.F) {
@@ -98,6 +103,49 @@ func FuzzParseEventFastAgrees(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, ref) {
 			t.Fatalf("%q: fast %+v, encoding/json %+v", line, fast, ref)
+		}
+	})
+}
+
+// FuzzFeedbackSnapshot: whatever the snapshot file holds, the fold either
+// resumes it (only a snapshot whose checks match the journal) or is the
+// full fold; it never fails or panics.
+func FuzzFeedbackSnapshot(f *testing.F) {
+	seedRoot := f.TempDir()
+	os.MkdirAll(Path(seedRoot, ""), 0o755)
+	journal := []byte(`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}` + "\n" +
+		`{"ts":"2026-03-02T12:00:00Z","target":"ADR-001","kind":"deleted","value":1,"source":"reconcile","type":"decision","reason":"stale"}` + "\n")
+	os.WriteFile(Path(seedRoot, FeedbackFile), journal, 0o644)
+	if _, err := foldFeedbackLocked(seedRoot, nil); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(cachedir.Path(seedRoot, SnapshotFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"size":1,"head_len":1,"fold":{}}`))
+	f.Add([]byte(`{"version":1,"size":99999999,"head_len":4096,"last_at":0,"fold":{"targets":[]}}`))
+	f.Add([]byte("\x00\xff"))
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, snap []byte) {
+		root := t.TempDir()
+		os.MkdirAll(Path(root, ""), 0o755)
+		os.WriteFile(Path(root, FeedbackFile), journal, 0o644)
+		if _, err := cachedir.Ensure(root); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(cachedir.Path(root, SnapshotFile), snap, 0o644)
+		got, err := FoldFeedback(root, now, learn.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.FromSnapshot {
+			return // its checks matched this journal's (another inode: only by a real collision)
+		}
+		evs, corrupt, _ := ReadFeedback(root)
+		if got.Events != len(evs) || got.Corrupt != corrupt || !reflect.DeepEqual(got.Stats, learn.FoldWith(evs, now, learn.Params{})) {
+			t.Fatalf("fold with snapshot %q differs from the full fold", snap)
 		}
 	})
 }

@@ -173,17 +173,42 @@ func RefreshPolicy(ctx context.Context, root string, now time.Time, timeout time
 // The journal is folded from the fold snapshot (FoldFeedback), which it
 // brings up to date.
 func RefreshPolicyLocked(root string, now time.Time) (learn.Policy, error) {
+	p, _, err := refreshPolicyLocked(root, now)
+	return p, err
+}
+
+// RefreshPolicyFolded is RefreshPolicy that also returns the journal's
+// fold as of now with the engine parameters params: a caller that
+// refreshes the policy and then ranks (the session start) reads and folds
+// the journal once.
+func RefreshPolicyFolded(ctx context.Context, root string, now time.Time, timeout time.Duration, params learn.Params) (learn.Policy, Folded, error) {
+	if _, err := os.Stat(Path(root, "")); errors.Is(err, os.ErrNotExist) {
+		return learn.Policy{}, Folded{Stats: map[string]learn.Stats{}, Tally: map[string]learn.TypeStats{}}, nil
+	}
+	lock, err := manifest.AcquireLock(ctx, LockPath(root), timeout)
+	if err != nil {
+		return learn.Policy{}, Folded{}, err
+	}
+	defer lock.Release()
+	p, fd, err := refreshPolicyLocked(root, now)
+	if err != nil {
+		return p, Folded{}, err
+	}
+	return p, fd.result(now, params), nil
+}
+
+func refreshPolicyLocked(root string, now time.Time) (learn.Policy, folding, error) {
+	var fd folding
 	var ferr error
 	p, err := updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
-		fd, err := foldFeedbackLocked(root, p.Resets)
-		if err != nil {
-			ferr = err
-			return p, err
+		fd, ferr = foldFeedbackLocked(root, p.Resets)
+		if ferr != nil {
+			return p, ferr
 		}
 		return learn.Overlays(p, fd.tally, now), nil
 	})
 	if ferr != nil {
-		return learn.Policy{}, ferr
+		return learn.Policy{}, folding{}, ferr
 	}
-	return p, err
+	return p, fd, err
 }

@@ -37,7 +37,9 @@ const (
 	maxLastLine = 1 << 20
 )
 
-// snapshotDoc is the JSON form of SnapshotFile.
+// snapshotDoc is SnapshotFile: one JSON line (the checks and the per-type
+// tally), then the learn fold's raw state in its binary form
+// (learn.Folder.MarshalBinary).
 type snapshotDoc struct {
 	Version int                        `json:"version"`
 	Size    int64                      `json:"size"`
@@ -50,7 +52,8 @@ type snapshotDoc struct {
 	Corrupt int                        `json:"corrupt"`
 	Since   map[string]time.Time       `json:"since"`
 	Tally   map[string]learn.TypeStats `json:"tally"`
-	Fold    *learn.Folder              `json:"fold"`
+
+	fold *learn.Folder // the bytes after the header line
 }
 
 // Folded is feedback.jsonl folded: what a full read with ReadFeedback,
@@ -185,7 +188,7 @@ func foldIncremental(root string, since map[string]time.Time, useSnap bool) (fol
 			return folding{}, false
 		}
 		start = s.Size
-		fd.folder, fd.corrupt, fd.fromSnapshot = s.Fold, s.Corrupt, true
+		fd.folder, fd.corrupt, fd.fromSnapshot = s.fold, s.Corrupt, true
 		if s.Tally != nil {
 			fd.tally = s.Tally
 		}
@@ -275,13 +278,17 @@ func newSnapshot(f *os.File, data []byte, start, end int64, dev, ino uint64, fd 
 		Version: snapshotVersion, Size: end, Dev: dev, Ino: ino,
 		HeadLen: headLen, Head: hashOf(head),
 		LastAt: lastAt, Last: hashOf(data[lastAt-start : end-start]),
-		Corrupt: fd.corrupt, Since: since, Tally: fd.tally, Fold: fd.folder,
+		Corrupt: fd.corrupt, Since: since, Tally: fd.tally,
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, false
 	}
-	return append(b, '\n'), true
+	state, err := fd.folder.MarshalBinary()
+	if err != nil {
+		return nil, false
+	}
+	return append(append(b, '\n'), state...), true
 }
 
 func hashOf(b []byte) string {
@@ -296,8 +303,16 @@ func loadSnapshot(root string) (snapshotDoc, bool) {
 	if err != nil {
 		return snapshotDoc{}, false
 	}
+	header, state, ok := bytes.Cut(b, []byte{'\n'})
+	if !ok {
+		return snapshotDoc{}, false
+	}
 	var s snapshotDoc
-	if err := json.Unmarshal(b, &s); err != nil || s.Version != snapshotVersion || s.Fold == nil {
+	if err := json.Unmarshal(header, &s); err != nil || s.Version != snapshotVersion {
+		return snapshotDoc{}, false
+	}
+	s.fold = learn.NewFolder()
+	if err := s.fold.UnmarshalBinary(state); err != nil {
 		return snapshotDoc{}, false
 	}
 	if s.Size <= 0 || s.HeadLen != min(s.Size, headBytes) || s.LastAt < 0 || s.LastAt >= s.Size || s.Size-s.LastAt > maxLastLine || s.Corrupt < 0 {

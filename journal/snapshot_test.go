@@ -235,6 +235,15 @@ func TestSnapshotInvalidation(t *testing.T) {
 		{"snapshot corrupt", func(t *testing.T, root string, _ []byte) {
 			os.WriteFile(filepath.Join(root, snap), []byte(`{"version":1,"size":12,"fo`), 0o644)
 		}, false},
+		{"snapshot's fold state cut short", func(t *testing.T, root string, _ []byte) {
+			b, _ := os.ReadFile(filepath.Join(root, snap))
+			os.WriteFile(filepath.Join(root, snap), b[:len(b)-3], 0o644)
+		}, false},
+		{"snapshot's fold state altered", func(t *testing.T, root string, _ []byte) {
+			b, _ := os.ReadFile(filepath.Join(root, snap))
+			i := bytes.IndexByte(b, '\n')
+			os.WriteFile(filepath.Join(root, snap), append(b[:i+1], "lwfold1\x02"...), 0o644)
+		}, false},
 		{"snapshot from another version", func(t *testing.T, root string, _ []byte) {
 			b, _ := os.ReadFile(root + snap)
 			os.WriteFile(filepath.Join(root, snap), bytes.Replace(b, []byte(`"version":1,`), []byte(`"version":0,`), 1), 0o644)
@@ -309,5 +318,48 @@ func TestSnapshotConcurrentAppends(t *testing.T) {
 	sameFold(t, "after the writer", got, refFold(t, root, now, learn.Params{}))
 	if got.Events != 400 {
 		t.Fatalf("%d events", got.Events)
+	}
+}
+
+// The session start's refresh hands back the fold it made: the same
+// policy as RefreshPolicy, the same fold as a full read.
+func TestRefreshPolicyFolded(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	clock := t0
+	data := randomJournal(r, &clock, 400)
+	now := clock.Add(48 * time.Hour)
+	p := learn.Params{MinEvents: 2}
+	a, b := t.TempDir(), t.TempDir()
+	for _, root := range []string{a, b} {
+		os.MkdirAll(Path(root, ""), 0o755)
+		appendRaw(t, root, data)
+	}
+	want := refFold(t, a, now, p)
+	pa, err := RefreshPolicy(t.Context(), a, now, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, fb, err := RefreshPolicyFolded(t.Context(), b, now, time.Second, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pa, pb) {
+		t.Fatalf("policy %+v, want %+v", pb, pa)
+	}
+	sameFold(t, "refresh", fb, want)
+	if len(pb.Overlays) == 0 {
+		t.Fatal("the journal produced no overlay: the test proves nothing")
+	}
+	got, err := FoldFeedback(b, now, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.FromSnapshot || got.TailBytes != 0 {
+		t.Fatalf("after the refresh the fold read %d bytes (snapshot %v)", got.TailBytes, got.FromSnapshot)
+	}
+	sameFold(t, "after refresh", got, want)
+	none, fn, err := RefreshPolicyFolded(t.Context(), t.TempDir(), now, time.Second, p)
+	if err != nil || len(none.Overlays) != 0 || fn.Events != 0 || fn.Stats == nil {
+		t.Fatalf("no .memory: %+v %+v %v", none, fn, err)
 	}
 }

@@ -34,7 +34,7 @@ func parsed(t time.Time) time.Time {
 	return p
 }
 
-// Folding in two batches, with the state kept as JSON between them, is
+// Folding in two batches, with the state kept in its binary form between them, is
 // the one-batch fold bit for bit; a second batch older than the first is
 // refused and changes nothing.
 func TestFolderStepsEqualOneFold(t *testing.T) {
@@ -49,12 +49,12 @@ func TestFolderStepsEqualOneFold(t *testing.T) {
 		if !f.Add(evs[:cut]) {
 			t.Fatal("first batch refused")
 		}
-		b, err := f.MarshalJSON()
+		b, err := f.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
 		var g Folder
-		if err := g.UnmarshalJSON(b); err != nil {
+		if err := g.UnmarshalBinary(b); err != nil {
 			t.Fatal(err)
 		}
 		if !g.Add(evs[cut:]) {
@@ -67,11 +67,11 @@ func TestFolderStepsEqualOneFold(t *testing.T) {
 			t.Fatalf("%d events, want %d", g.Events(), len(evs))
 		}
 		if cut > 0 && cut < len(evs) && evs[0].TS.Before(evs[cut-1].TS) {
-			before, _ := g.MarshalJSON()
+			before, _ := g.MarshalBinary()
 			if g.Add(evs[:1]) {
 				t.Fatalf("seed %d: an older event was accepted", seed)
 			}
-			if after, _ := g.MarshalJSON(); !bytes.Equal(before, after) {
+			if after, _ := g.MarshalBinary(); !bytes.Equal(before, after) {
 				t.Fatalf("seed %d: a refused batch changed the state", seed)
 			}
 		}
@@ -84,25 +84,25 @@ func FuzzFolderState(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
 	fo := NewFolder()
 	fo.Add(randomEvents(r, 40, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	good, _ := fo.MarshalJSON()
+	good, _ := fo.MarshalBinary()
 	f.Add(good)
-	f.Add([]byte(`{"newest":"2026-01-01T00:00:00Z","events":1,"targets":[{"target":"a"},{"target":"a"}]}`))
-	f.Add([]byte(`{"events":-1}`))
-	f.Add([]byte(`{"targets":[{"target":"","helpful":1e308}]}`))
+	f.Add(good[:len(good)/2])
+	f.Add([]byte("lwfold1"))
+	f.Add([]byte("lwfold1\x02\x0f\x01\x00\x00\x00\x0e\x00\x00\x00\x00\x00\x00\xff\xff\x01"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var g Folder
-		if err := g.UnmarshalJSON(b); err != nil {
+		if err := g.UnmarshalBinary(b); err != nil {
 			return
 		}
-		out, err := g.MarshalJSON()
+		out, err := g.MarshalBinary()
 		if err != nil {
 			t.Fatalf("accepted %q but cannot write it: %v", b, err)
 		}
 		var h Folder
-		if err := h.UnmarshalJSON(out); err != nil {
+		if err := h.UnmarshalBinary(out); err != nil {
 			t.Fatalf("written state %s does not parse: %v", out, err)
 		}
-		again, _ := h.MarshalJSON()
+		again, _ := h.MarshalBinary()
 		if !bytes.Equal(out, again) {
 			t.Fatalf("round trip changed the state:\n%s\n%s", out, again)
 		}
