@@ -31,7 +31,8 @@ func journalLines(n, from int) [][]byte {
 // feedback journal at 66,000 events, side by side: before the snapshot,
 // the policy refresh and the ranking each read and folded the whole file;
 // now the refresh folds the appended tail (and refreshes the snapshot) and
-// the ranking resumes the snapshot with nothing left to read.
+// the ranking resumes the snapshot with nothing left to read (snapshot-),
+// or takes the refresh's fold (once-).
 func BenchmarkSessionStartFold66k(b *testing.B) {
 	const total = 66_000
 	now := t0.Add(total*time.Minute + 24*time.Hour)
@@ -75,6 +76,29 @@ func BenchmarkSessionStartFold66k(b *testing.B) {
 		}
 	})
 	for _, tail := range []int{0, 100} {
+		// The refresh hands its fold to the ranking (RefreshPolicyFolded):
+		// one resume instead of two.
+		b.Run(fmt.Sprintf("once-tail%d", tail), func(b *testing.B) {
+			root, snap := setup(b, tail)
+			path := cachedir.Path(root, SnapshotFile)
+			b.ReportAllocs()
+			for b.Loop() {
+				if tail > 0 {
+					b.StopTimer()
+					if err := os.WriteFile(path, snap, 0o644); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				fd, err := foldFeedbackLocked(root, nil)
+				if err != nil || !fd.fromSnapshot {
+					b.Fatal(err, fd.fromSnapshot)
+				}
+				if f := fd.result(now, p); len(f.Stats) != 2000 || f.Events != total {
+					b.Fatal(len(f.Stats), f.Events)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("snapshot-tail%d", tail), func(b *testing.B) {
 			root, snap := setup(b, tail)
 			path := cachedir.Path(root, SnapshotFile)
