@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/learnwatch/learnwatch/learn"
 )
@@ -22,6 +23,12 @@ type eventLine struct {
 	Retries *float64 `json:"retries,omitempty"`
 	// Role is the validator role of a verdict event.
 	Role string `json:"role,omitempty"`
+	// Base, Tally and Since are a compaction's base line (kind
+	// "compacted"): the fold state (base64 of learn.Folder.MarshalBinary),
+	// the per-type tally and the resets it was tallied since.
+	Base  string                     `json:"base,omitempty"`
+	Tally map[string]learn.TypeStats `json:"tally,omitempty"`
+	Since map[string]time.Time       `json:"since,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
@@ -72,6 +79,13 @@ func parseEvent(line []byte, in interner) (learn.Event, error) {
 	}
 	if l.Retries != nil {
 		e.Retries = retries(*l.Retries)
+	}
+	if l.Kind == learn.KindCompacted {
+		b, err := parseBase(l, ts)
+		if err != nil {
+			return learn.Event{}, err
+		}
+		e.Base = b
 	}
 	return e, nil
 }

@@ -116,7 +116,7 @@ func FuzzFeedbackSnapshot(f *testing.F) {
 	journal := []byte(`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}` + "\n" +
 		`{"ts":"2026-03-02T12:00:00Z","target":"ADR-001","kind":"deleted","value":1,"source":"reconcile","type":"decision","reason":"stale"}` + "\n")
 	os.WriteFile(Path(seedRoot, FeedbackFile), journal, 0o644)
-	if _, err := foldFeedbackLocked(seedRoot, nil); err != nil {
+	if _, _, err := foldFeedbackLocked(seedRoot, nil, true); err != nil {
 		f.Fatal(err)
 	}
 	good, err := os.ReadFile(cachedir.Path(seedRoot, SnapshotFile))

@@ -171,16 +171,16 @@ func RefreshPolicy(ctx context.Context, root string, now time.Time, timeout time
 
 // RefreshPolicyLocked is RefreshPolicy for a caller holding the learning lock.
 // The journal is folded from the fold snapshot (FoldFeedback), which it
-// brings up to date.
+// only reads.
 func RefreshPolicyLocked(root string, now time.Time) (learn.Policy, error) {
-	p, _, err := refreshPolicyLocked(root, now)
+	p, _, _, err := refreshPolicyLocked(root, now, false)
 	return p, err
 }
 
 // RefreshPolicyFolded is RefreshPolicy that also returns the journal's
-// fold as of now with the engine parameters params: a caller that
-// refreshes the policy and then ranks (the session start) reads and folds
-// the journal once.
+// fold as of now with the engine parameters params, and writes the fold
+// snapshot: a caller that refreshes the policy and then ranks (the session
+// start) reads and folds the journal once.
 func RefreshPolicyFolded(ctx context.Context, root string, now time.Time, timeout time.Duration, params learn.Params) (learn.Policy, Folded, error) {
 	if _, err := os.Stat(Path(root, "")); errors.Is(err, os.ErrNotExist) {
 		return learn.Policy{}, Folded{Stats: map[string]learn.Stats{}, Tally: map[string]learn.TypeStats{}}, nil
@@ -190,25 +190,27 @@ func RefreshPolicyFolded(ctx context.Context, root string, now time.Time, timeou
 		return learn.Policy{}, Folded{}, err
 	}
 	defer lock.Release()
-	p, fd, err := refreshPolicyLocked(root, now)
+	p, fd, serr, err := refreshPolicyLocked(root, now, true)
 	if err != nil {
 		return p, Folded{}, err
 	}
-	return p, fd.result(now, params), nil
+	f := fd.result(now, params)
+	f.SnapshotErr = serr
+	return p, f, nil
 }
 
-func refreshPolicyLocked(root string, now time.Time) (learn.Policy, folding, error) {
+func refreshPolicyLocked(root string, now time.Time, save bool) (learn.Policy, folding, error, error) {
 	var fd folding
-	var ferr error
+	var serr, ferr error
 	p, err := updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
-		fd, ferr = foldFeedbackLocked(root, p.Resets)
+		fd, serr, ferr = foldFeedbackLocked(root, p.Resets, save)
 		if ferr != nil {
 			return p, ferr
 		}
 		return learn.Overlays(p, fd.tally, now), nil
 	})
 	if ferr != nil {
-		return learn.Policy{}, folding{}, ferr
+		return learn.Policy{}, folding{}, nil, ferr
 	}
-	return p, fd, err
+	return p, fd, serr, err
 }

@@ -71,6 +71,9 @@ type Folded struct {
 	// how much of the journal was read and parsed.
 	FromSnapshot bool
 	TailBytes    int64
+	// SnapshotErr is why a new snapshot could not be written (nil: written
+	// or not needed). The fold is complete either way: a warning at most.
+	SnapshotErr error
 }
 
 // folding is the raw result of foldJournal.
@@ -97,6 +100,8 @@ func (fd folding) result(now time.Time, p learn.Params) Folded {
 // (SnapshotFile). The tally is taken since the resets of the policy file.
 // When it read lines the snapshot did not cover, it refreshes the
 // snapshot if the learning lock is free at once; it never waits for it.
+// The commands that only record (outcome, verdict, reconcile's feedback)
+// never write the snapshot: the readers that rank do.
 // Lines that do not parse are counted, as ReadFeedback does.
 func FoldFeedback(root string, now time.Time, p learn.Params) (Folded, error) {
 	pol, perr := LoadPolicy(root)
@@ -104,29 +109,32 @@ func FoldFeedback(root string, now time.Time, p learn.Params) (Folded, error) {
 	if err != nil {
 		return Folded{}, err
 	}
+	var serr error
 	if fd.save != nil && perr == nil {
 		// A snapshot is checked against the journal before use, so one
 		// overtaken by a newer one is merely older, never wrong.
 		if lock, err := manifest.AcquireLock(context.Background(), LockPath(root), 0); err == nil {
-			_ = saveSnapshot(root, fd.save)
+			serr = saveSnapshot(root, fd.save)
 			lock.Release()
 		}
 	}
-	return fd.result(now, p), nil
+	f := fd.result(now, p)
+	f.SnapshotErr = serr
+	return f, nil
 }
 
 // foldFeedbackLocked is FoldFeedback for a caller holding the learning
-// lock: it writes the new snapshot (a failure to write it changes nothing
-// but the next run's cost).
-func foldFeedbackLocked(root string, since map[string]time.Time) (folding, error) {
-	fd, err := foldJournal(root, since)
+// lock; with save it writes the new snapshot (a failure to write it
+// changes nothing but the next run's cost: it is returned as serr).
+func foldFeedbackLocked(root string, since map[string]time.Time, save bool) (fd folding, serr error, err error) {
+	fd, err = foldJournal(root, since)
 	if err != nil {
-		return folding{}, err
+		return folding{}, nil, err
 	}
-	if fd.save != nil {
-		_ = saveSnapshot(root, fd.save)
+	if save && fd.save != nil {
+		serr = saveSnapshot(root, fd.save)
 	}
-	return fd, nil
+	return fd, serr, nil
 }
 
 func saveSnapshot(root string, b []byte) error {

@@ -29,10 +29,10 @@ func journalLines(n, from int) [][]byte {
 
 // BenchmarkSessionStartFold66k is what a session start spends on the
 // feedback journal at 66,000 events, side by side: before the snapshot,
-// the policy refresh and the ranking each read and folded the whole file;
-// now the refresh folds the appended tail (and refreshes the snapshot) and
-// the ranking resumes the snapshot with nothing left to read (snapshot-),
-// or takes the refresh's fold (once-).
+// the policy refresh and the ranking each read and folded the whole file
+// (full-twice); now the refresh resumes the snapshot and folds the appended
+// tail, and the ranking does the same and writes the new snapshot
+// (snapshot-), or takes the refresh's fold, RefreshPolicyFolded (once-).
 func BenchmarkSessionStartFold66k(b *testing.B) {
 	const total = 66_000
 	now := t0.Add(total*time.Minute + 24*time.Hour)
@@ -43,7 +43,7 @@ func BenchmarkSessionStartFold66k(b *testing.B) {
 		if err := appendLines(Path(root, FeedbackFile), journalLines(total-tail, 0)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := foldFeedbackLocked(root, nil); err != nil {
+		if _, _, err := foldFeedbackLocked(root, nil, true); err != nil {
 			b.Fatal(err)
 		}
 		snap, err := os.ReadFile(cachedir.Path(root, SnapshotFile))
@@ -90,7 +90,7 @@ func BenchmarkSessionStartFold66k(b *testing.B) {
 					}
 					b.StartTimer()
 				}
-				fd, err := foldFeedbackLocked(root, nil)
+				fd, _, err := foldFeedbackLocked(root, nil, true)
 				if err != nil || !fd.fromSnapshot {
 					b.Fatal(err, fd.fromSnapshot)
 				}
@@ -111,7 +111,7 @@ func BenchmarkSessionStartFold66k(b *testing.B) {
 					}
 					b.StartTimer()
 				}
-				fd, err := foldFeedbackLocked(root, nil) // the policy refresh
+				fd, _, err := foldFeedbackLocked(root, nil, false) // the policy refresh (RefreshPolicyLocked)
 				if err != nil || !fd.fromSnapshot || fd.tail == 0 != (tail == 0) {
 					b.Fatal(err, fd.fromSnapshot, fd.tail)
 				}

@@ -27,7 +27,9 @@ func refFold(t testing.TB, root string, now time.Time, p learn.Params) Folded {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Folded{Stats: learn.FoldWith(evs, now, p), Tally: learn.Tally(evs, pol.Resets), Resets: pol.Resets, Events: len(evs), Corrupt: corrupt}
+	f := learn.NewFolder()
+	f.Add(evs) // Events counts what a base line stands for
+	return Folded{Stats: learn.FoldWith(evs, now, p), Tally: learn.Tally(evs, pol.Resets), Resets: pol.Resets, Events: f.Events(), Corrupt: corrupt}
 }
 
 // sameFold compares everything a fold yields (not how it was obtained).
@@ -116,7 +118,7 @@ func refresh(t testing.TB, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := foldFeedbackLocked(root, pol.Resets); err != nil {
+	if _, _, err := foldFeedbackLocked(root, pol.Resets, true); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -57,6 +57,9 @@ type Event struct {
 	// Role is the validator role of a verdict event (cited by a PASS, or
 	// false_positive), when the verdict named one.
 	Role string
+	// Base is set on a compaction's base line (Kind KindCompacted): the
+	// fold of the events it replaced.
+	Base *Base
 }
 
 // Class is how an event counts.
@@ -244,10 +247,11 @@ func (f *Folder) Add(events []Event) bool {
 	for i := range order {
 		order[i] = i
 	}
-	if !sort.SliceIsSorted(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) }) {
-		sort.SliceStable(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) })
+	less := func(a, b int) bool { return sortKey(events[order[a]]).Before(sortKey(events[order[b]])) }
+	if !sort.SliceIsSorted(order, less) {
+		sort.SliceStable(order, less)
 	}
-	if f.events > 0 && events[order[0]].TS.Before(f.newest) {
+	if f.events > 0 && sortKey(events[order[0]]).Before(f.newest) {
 		return false
 	}
 	if f.stats == nil {
@@ -256,6 +260,10 @@ func (f *Folder) Add(events []Event) bool {
 	out := f.stats
 	for _, i := range order {
 		e := events[i]
+		if IsBase(e) {
+			f.addBase(e.Base)
+			continue
+		}
 		f.events++
 		if f.events == 1 || e.TS.After(f.newest) {
 			f.newest = e.TS

@@ -308,6 +308,10 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 
 func tallyInto(out map[string]TypeStats, events []Event, since map[string]time.Time) {
 	for _, e := range events {
+		if IsBase(e) {
+			tallyBase(out, e.Base, since)
+			continue
+		}
 		if e.Type == "" {
 			continue
 		}

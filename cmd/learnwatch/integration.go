@@ -187,6 +187,9 @@ func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entr
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
 		folded.Stats = map[string]learn.Stats{}
 	}
+	if folded.SnapshotErr != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: fold snapshot not saved: %v\n", folded.SnapshotErr)
+	}
 	stats := folded.Stats
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
