@@ -148,7 +148,9 @@ func CompactFeedback(ctx context.Context, root string, cut time.Time, timeout ti
 		kept = append(kept, line)
 	}
 	res.Folded, res.Kept = len(archived), len(kept)
-	if len(folded) == 0 {
+	if len(folded) == 0 || len(folded) == 1 && learn.IsBase(folded[0]) {
+		// Nothing new to fold.
+		res.Folded = 0
 		res.BytesNow = res.BytesWas
 		return res, nil
 	}
