@@ -216,7 +216,7 @@ func scenarios() []scenario {
 			return probs
 		},
 	}
-	return []scenario{core, corruptManifest, purge, clear, learning, watch, hooksInstall}
+	return []scenario{core, corruptManifest, purge, clear, learning, watch, hooksInstall, compactScenario()}
 }
 
 // stdinFor fills inputs that depend on the repository path.
