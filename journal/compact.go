@@ -43,20 +43,37 @@ func parseBase(l eventLine, cut time.Time) (*learn.Base, error) {
 			return nil, fmt.Errorf(`field "tally": negative count for %q`, typ)
 		}
 	}
-	return &learn.Base{Cut: cut, Fold: f, Tally: l.Tally, Since: l.Since}, nil
+	return &learn.Base{Cut: cut, Fold: f, Tally: normalTally(l.Tally), Since: normalSince(l.Since)}, nil
 }
 
 // marshalBase returns the base line of a compaction at cut.
 func marshalBase(cut time.Time, f *learn.Folder, tally map[string]learn.TypeStats, since map[string]time.Time) ([]byte, error) {
-	state, err := f.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	n := float64(f.Events())
-	return encode(eventLine{
-		TS: formatTS(cut), Target: BaseTarget, Kind: learn.KindCompacted, Value: &n, Source: "learnwatch compact",
-		Base: base64.StdEncoding.EncodeToString(state), Tally: tally, Since: since,
+	return MarshalEvent(learn.Event{
+		TS: cut, Target: BaseTarget, Kind: learn.KindCompacted, Value: float64(f.Events()), Source: "learnwatch compact",
+		Base: &learn.Base{Cut: cut, Fold: f, Tally: normalTally(tally), Since: normalSince(since)},
 	})
+}
+
+// normalTally and normalSince give "none" one representation (nil), as
+// the JSON line reads back.
+func normalTally(m map[string]learn.TypeStats) map[string]learn.TypeStats {
+	if len(m) == 0 {
+		return nil
+	}
+	for k, t := range m {
+		if len(t.FailureReasons) == 0 && t.FailureReasons != nil {
+			t.FailureReasons = nil
+			m[k] = t
+		}
+	}
+	return m
+}
+
+func normalSince(m map[string]time.Time) map[string]time.Time {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 // Compaction reports what CompactFeedback did.

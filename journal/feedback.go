@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +34,8 @@ type eventLine struct {
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
 // {"ts","target","kind","value","source"} plus "type", "reason", "retries"
-// and "role" when set.
+// and "role" when set, and "base", "tally", "since" on a compaction's base
+// line.
 func MarshalEvent(e learn.Event) ([]byte, error) {
 	if e.Target == "" || e.Kind == "" || e.TS.IsZero() {
 		return nil, fmt.Errorf("feedback event needs ts, target and kind: %+v", e)
@@ -46,6 +48,16 @@ func MarshalEvent(e learn.Event) ([]byte, error) {
 	if e.Retries > 0 {
 		r := float64(e.Retries)
 		l.Retries = &r
+	}
+	if e.Base != nil {
+		if e.Kind != learn.KindCompacted {
+			return nil, fmt.Errorf("feedback event %s/%s: a base on a line of another kind", e.Target, e.Kind)
+		}
+		state, err := e.Base.Fold.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		l.Base, l.Tally, l.Since = base64.StdEncoding.EncodeToString(state), e.Base.Tally, e.Base.Since
 	}
 	return encode(l)
 }

@@ -30,7 +30,9 @@ const foldMagic = "lwfold1"
 // maxFoldTargets bounds the targets a fold state may claim.
 const maxFoldTargets = 1 << 22
 
-// MarshalBinary encodes the folder's raw state, targets sorted by id.
+// MarshalBinary encodes the folder's raw state, targets sorted by id. A
+// sum that is not a finite number (absurd values added up to infinity)
+// cannot be kept: an error, the state is recomputed instead.
 func (f *Folder) MarshalBinary() ([]byte, error) {
 	ids := make([]string, 0, len(f.stats))
 	for id := range f.stats {
@@ -46,6 +48,11 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		s := f.stats[id]
+		for _, v := range append([]float64{s.Helpful, s.Harmful, s.Neutral}, s.deleted...) {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("fold state: %s has a sum that is not a finite number", id)
+			}
+		}
 		b = appendString(b, s.Target)
 		b = appendString(b, s.Type)
 		b = appendFloat(b, s.Helpful)
@@ -122,6 +129,9 @@ func (f *Folder) UnmarshalBinary(data []byte) error {
 		s.ManualAt, s.ResetAt = d.time(), d.time()
 		if d.err == nil && (s.Target == "" || (i > 0 && s.Target <= prev)) {
 			d.err = fmt.Errorf("fold state: target %q empty, repeated or out of order", s.Target)
+		}
+		if d.err == nil && !plausible(s) {
+			d.err = fmt.Errorf("fold state: target %q has negative sums or counts, which no fold gives", s.Target)
 		}
 		prev = s.Target
 		stats[s.Target] = s
@@ -226,6 +236,10 @@ func (d *decoder) float() float64 {
 	}
 	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 	d.b = d.b[8:]
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		d.err = errors.New("fold state: a sum that is not a finite number")
+		return 0
+	}
 	return v
 }
 
@@ -266,4 +280,25 @@ func (d *decoder) time() time.Time {
 // journal at once or its lines in two runs gives the same result.
 func TallyInto(out map[string]TypeStats, events []Event, since map[string]time.Time) {
 	tallyInto(out, events, since)
+}
+
+// plausible reports whether s could come out of a fold: sums and counts
+// are never negative, deletions in force are positive magnitudes.
+func plausible(s Stats) bool {
+	for _, v := range []float64{s.Helpful, s.Harmful, s.Neutral} {
+		if v < 0 {
+			return false
+		}
+	}
+	for _, n := range []int{s.HelpfulEvents, s.HarmfulEvents, s.NeutralEvents, s.Reinforcements, s.Outcomes, s.OutcomeFailures, s.Aged} {
+		if n < 0 {
+			return false
+		}
+	}
+	for _, d := range s.deleted {
+		if !(d > 0) {
+			return false
+		}
+	}
+	return true
 }
