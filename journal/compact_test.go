@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -177,5 +179,67 @@ func TestCompactionWithAConcurrentWriter(t *testing.T) {
 	}
 	if got.Events != 2000+n || got.Corrupt != 0 {
 		t.Fatalf("%d events, %d corrupt", got.Events, got.Corrupt)
+	}
+}
+
+// A branch that appended feedback merges (git's union merge, as `hooks
+// install` sets it up) into a branch that compacted: the merged journal
+// folds like every event of both.
+func TestCompactionThenGitMerge(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	os.MkdirAll(Path(root, ""), 0o755)
+	os.WriteFile(filepath.Join(root, ".gitattributes"), []byte("/.memory/feedback.jsonl merge=union\n"), 0o644)
+	ev := func(d int, target, kind string) learn.Event {
+		return learn.Event{TS: t0.Add(time.Duration(d) * 24 * time.Hour), Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: "decision"}
+	}
+	var all []learn.Event
+	for d := range 100 {
+		e := ev(d, fmt.Sprintf("ADR-%03d", d%7), []string{learn.KindCited, learn.KindKept, learn.KindEdited}[d%3])
+		all = append(all, e)
+		if err := AppendFeedback(root, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-qm", "journal")
+	git("checkout", "-qb", "feature")
+	for d := 100; d < 110; d++ {
+		e := ev(d, "ADR-001", learn.KindFalsePositive)
+		all = append(all, e)
+		AppendFeedback(root, e)
+	}
+	git("commit", "-qam", "feature feedback")
+	git("checkout", "-q", "main")
+	for d := 100; d < 105; d++ {
+		e := ev(d, "ADR-002", learn.KindCited)
+		all = append(all, e)
+		AppendFeedback(root, e)
+	}
+	if _, err := CompactFeedback(t.Context(), root, t0.Add(60*24*time.Hour), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "-A")
+	git("commit", "-qm", "compact")
+	git("merge", "-q", "--no-edit", "feature")
+	now := t0.Add(120 * 24 * time.Hour)
+	got := refFold(t, root, now, learn.Params{})
+	if want := learn.Fold(all, now); !reflect.DeepEqual(got.Stats, want) {
+		t.Fatalf("after the merge:\n got %+v\nwant %+v", got.Stats, want)
+	}
+	j, _ := os.ReadFile(Path(root, FeedbackFile))
+	if n := strings.Count(string(j), `"kind":"compacted"`); n != 1 {
+		t.Fatalf("%d base lines after the merge", n)
 	}
 }
