@@ -116,7 +116,7 @@ func BenchmarkSessionStartFold66k(b *testing.B) {
 					b.Fatal(err, fd.fromSnapshot, fd.tail)
 				}
 				f, err := FoldFeedback(root, now, p) // the ranking
-				if err != nil || !f.FromSnapshot || f.TailBytes != 0 || len(f.Stats) != 2000 || f.Events != total {
+				if err != nil || !f.FromSnapshot || (f.TailBytes == 0) != (tail == 0) || len(f.Stats) != 2000 || f.Events != total {
 					b.Fatal(err, f.FromSnapshot, f.TailBytes, f.Events)
 				}
 			}
