@@ -74,6 +74,35 @@ type Folded struct {
 	// SnapshotErr is why a new snapshot could not be written (nil: written
 	// or not needed). The fold is complete either way: a warning at most.
 	SnapshotErr error
+
+	folder   *learn.Folder
+	size     int64 // bytes of the journal folded (-1: unknown)
+	dev, ino uint64
+}
+
+// StatsAt returns the stats of the same fold as of another time or with
+// other parameters (Stats is StatsAt the fold's own).
+func (f Folded) StatsAt(now time.Time, p learn.Params) map[string]learn.Stats {
+	if f.folder == nil {
+		return map[string]learn.Stats{}
+	}
+	return f.folder.Result(now, p)
+}
+
+// Current reports whether the journal is still the one folded — the same
+// file at the same size — so that a caller that folded it moments ago
+// (the session start's policy refresh) can rank from that fold instead of
+// folding again.
+func (f Folded) Current(root string) bool {
+	if f.folder == nil || f.size < 0 {
+		return false
+	}
+	fi, err := safefs.Lstat(Path(root, FeedbackFile))
+	if err != nil {
+		return f.size == 0 && errors.Is(err, os.ErrNotExist)
+	}
+	dev, ino := fileIdentity(fi)
+	return fi.Mode().IsRegular() && fi.Size() == f.size && dev == f.dev && ino == f.ino
 }
 
 // folding is the raw result of foldJournal.
@@ -85,6 +114,8 @@ type folding struct {
 	fromSnapshot bool
 	tail         int64
 	save         []byte // a new snapshot to write (nil: none)
+	size         int64  // bytes of the journal folded (-1: unknown)
+	dev, ino     uint64
 }
 
 func (fd folding) result(now time.Time, p learn.Params) Folded {
@@ -92,6 +123,7 @@ func (fd folding) result(now time.Time, p learn.Params) Folded {
 		Stats: fd.folder.Result(now, p), Tally: fd.tally, Resets: fd.since,
 		Events: fd.folder.Events(), Corrupt: fd.corrupt,
 		FromSnapshot: fd.fromSnapshot, TailBytes: fd.tail,
+		folder: fd.folder, size: fd.size, dev: fd.dev, ino: fd.ino,
 	}
 }
 
@@ -166,7 +198,7 @@ func foldFull(root string, since map[string]time.Time) (folding, error) {
 	}
 	f := learn.NewFolder()
 	f.Add(evs)
-	return folding{folder: f, tally: learn.Tally(evs, since), since: since, corrupt: corrupt, tail: -1}, nil
+	return folding{folder: f, tally: learn.Tally(evs, since), since: since, corrupt: corrupt, tail: -1, size: -1}, nil
 }
 
 // foldIncremental folds from the snapshot (useSnap) or from the start of
@@ -176,7 +208,7 @@ func foldIncremental(root string, since map[string]time.Time, useSnap bool) (fol
 	f, err := safefs.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && !useSnap {
-			return folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since}, true
+			return folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since, size: 0}, true
 		}
 		return folding{}, false
 	}
@@ -188,7 +220,7 @@ func foldIncremental(root string, since map[string]time.Time, useSnap bool) (fol
 	size := fi.Size()
 	dev, ino := fileIdentity(fi)
 
-	fd := folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since}
+	fd := folding{folder: learn.NewFolder(), tally: map[string]learn.TypeStats{}, since: since, size: size, dev: dev, ino: ino}
 	var start int64
 	if useSnap {
 		s, ok := loadSnapshot(root)

@@ -352,6 +352,13 @@ func TestRefreshPolicyFolded(t *testing.T) {
 	if len(pb.Overlays) == 0 {
 		t.Fatal("the journal produced no overlay: the test proves nothing")
 	}
+	if !fb.Current(b) || !reflect.DeepEqual(fb.StatsAt(now, p), fb.Stats) {
+		t.Fatal("the refresh's fold is not current right after it")
+	}
+	later := now.Add(24 * time.Hour)
+	if !reflect.DeepEqual(fb.StatsAt(later, learn.Params{}), refFold(t, b, later, learn.Params{}).Stats) {
+		t.Fatal("StatsAt another time and parameters is not that fold")
+	}
 	got, err := FoldFeedback(b, now, p)
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +367,13 @@ func TestRefreshPolicyFolded(t *testing.T) {
 		t.Fatalf("after the refresh the fold read %d bytes (snapshot %v)", got.TailBytes, got.FromSnapshot)
 	}
 	sameFold(t, "after refresh", got, want)
+	appendRaw(t, b, []byte(`{"ts":"2027-01-01T00:00:00Z","target":"ADR-001","kind":"cited"}`+"\n"))
+	if fb.Current(b) || got.Current(b) {
+		t.Fatal("a fold is current after the journal grew")
+	}
+	if f, _ := FoldFeedback(b, now, p); !f.Current(b) || f.Current(a) {
+		t.Fatal("a fold is current for another journal, or not for its own")
+	}
 	none, fn, err := RefreshPolicyFolded(t.Context(), t.TempDir(), now, time.Second, p)
 	if err != nil || len(none.Overlays) != 0 || fn.Events != 0 || fn.Stats == nil {
 		t.Fatalf("no .memory: %+v %+v %v", none, fn, err)

@@ -64,6 +64,19 @@ func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now
 			fmt.Fprintf(a.stderr, "learnwatch: %v\n", err)
 		}
 	}
+	if session {
+		// The session start ranks next: keep the refresh's fold for it.
+		_, f, err := journal.RefreshPolicyFolded(a.ctx, root, now, cfg.Lock.Timeout.Duration, learn.ParamsFrom(cfg.Learn))
+		if err != nil {
+			fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
+			return
+		}
+		if f.SnapshotErr != nil {
+			fmt.Fprintf(a.stderr, "learnwatch: fold snapshot not saved: %v\n", f.SnapshotErr)
+		}
+		a.feedbackFold = &f
+		return
+	}
 	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
 	}
@@ -182,8 +195,12 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log, role string) ([]index.Entry, []string) {
 	n := now()
 	params := learn.ParamsFrom(cfg.Learn)
-	folded, err := journal.FoldFeedback(root, n, params)
-	if err != nil {
+	var folded journal.Folded
+	var err error
+	if f := a.feedbackFold; f != nil && f.Current(root) {
+		folded = *f
+		folded.Stats, folded.SnapshotErr = f.StatsAt(n, params), nil // warned about already
+	} else if folded, err = journal.FoldFeedback(root, n, params); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
 		folded.Stats = map[string]learn.Stats{}
 	}
