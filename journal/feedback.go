@@ -1,10 +1,12 @@
 package journal
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/learnwatch/learnwatch/learn"
 )
@@ -24,11 +26,18 @@ type eventLine struct {
 	Role string `json:"role,omitempty"`
 	// Pass is the id of the reconcile that recorded the event (pass.go).
 	Pass string `json:"pass,omitempty"`
+	// Base, Tally and Since are a compaction's base line (kind
+	// "compacted"): the fold state (base64 of learn.Folder.MarshalBinary),
+	// the per-type tally and the resets it was tallied since.
+	Base  string                     `json:"base,omitempty"`
+	Tally map[string]learn.TypeStats `json:"tally,omitempty"`
+	Since map[string]time.Time       `json:"since,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
 // {"ts","target","kind","value","source"} plus "type", "reason", "retries"
-// and "role" when set.
+// and "role" when set, and "base", "tally", "since" on a compaction's base
+// line.
 func MarshalEvent(e learn.Event) ([]byte, error) {
 	return marshalEventPass(e, "")
 }
@@ -46,6 +55,16 @@ func marshalEventPass(e learn.Event, pass string) ([]byte, error) {
 	if e.Retries > 0 {
 		r := float64(e.Retries)
 		l.Retries = &r
+	}
+	if e.Base != nil {
+		if e.Kind != learn.KindCompacted {
+			return nil, fmt.Errorf("feedback event %s/%s: a base on a line of another kind", e.Target, e.Kind)
+		}
+		state, err := e.Base.Fold.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		l.Base, l.Tally, l.Since = base64.StdEncoding.EncodeToString(state), e.Base.Tally, e.Base.Since
 	}
 	return encode(l)
 }
@@ -79,6 +98,13 @@ func parseEvent(line []byte, in interner) (learn.Event, error) {
 	}
 	if l.Retries != nil {
 		e.Retries = retries(*l.Retries)
+	}
+	if l.Kind == learn.KindCompacted {
+		b, err := parseBase(l, ts)
+		if err != nil {
+			return learn.Event{}, err
+		}
+		e.Base = b
 	}
 	return e, nil
 }

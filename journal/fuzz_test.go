@@ -2,8 +2,14 @@ package journal
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/learn"
 )
 
 func FuzzParseEvent(f *testing.F) {
@@ -14,10 +20,21 @@ func FuzzParseEvent(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	fo := learn.NewFolder()
+	fo.Add([]learn.Event{{TS: t0, Target: "ADR-001", Kind: learn.KindDeleted, Value: 0.5, Type: "decision"}, {TS: t0.Add(time.Hour), Target: "PF-002", Kind: learn.KindCited}})
+	base, err := marshalBase(t0.Add(2*time.Hour), fo, learn.Tally(nil, nil), map[string]time.Time{"decision": t0})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(base)
+	f.Add([]byte(`{"ts":"2026-03-01T12:00:00Z","target":"learnwatch:base","kind":"compacted","base":"bHdmb2xkMQ=="}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		e, err := ParseEvent(line)
 		if err != nil {
 			return
+		}
+		if e.Base != nil {
+			e.Base.Cut = e.TS // compared below with Equal
 		}
 		b, err := MarshalEvent(e)
 		if err != nil {
@@ -31,6 +48,15 @@ func FuzzParseEvent(f *testing.F) {
 			t.Fatalf("ts changed: %v → %v", e.TS, e2.TS)
 		}
 		e.TS = e2.TS
+		if e.Base != nil && e2.Base != nil {
+			now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+			// Compared as printed: the same instants, offsets and bits (two
+			// fixed zones of the same odd offset are distinct pointers).
+			if fmt.Sprintf("%#v", e.Base.Fold.Result(now, learn.Params{})) != fmt.Sprintf("%#v", e2.Base.Fold.Result(now, learn.Params{})) {
+				t.Fatalf("round trip changed the base of %q", line)
+			}
+			e.Base.Fold, e2.Base.Fold, e.Base.Cut = nil, nil, e2.Base.Cut
+		}
 		if !reflect.DeepEqual(e, e2) {
 			t.Fatalf("round trip changed the event:\n%+v\n%+v", e, e2)
 		}
@@ -98,6 +124,49 @@ func FuzzParseEventFastAgrees(f *testing.F) {
 		}
 		if !reflect.DeepEqual(fast, ref) {
 			t.Fatalf("%q: fast %+v, encoding/json %+v", line, fast, ref)
+		}
+	})
+}
+
+// FuzzFeedbackSnapshot: whatever the snapshot file holds, the fold either
+// resumes it (only a snapshot whose checks match the journal) or is the
+// full fold; it never fails or panics.
+func FuzzFeedbackSnapshot(f *testing.F) {
+	seedRoot := f.TempDir()
+	os.MkdirAll(Path(seedRoot, ""), 0o755)
+	journal := []byte(`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}` + "\n" +
+		`{"ts":"2026-03-02T12:00:00Z","target":"ADR-001","kind":"deleted","value":1,"source":"reconcile","type":"decision","reason":"stale"}` + "\n")
+	os.WriteFile(Path(seedRoot, FeedbackFile), journal, 0o644)
+	if _, _, err := foldFeedbackLocked(seedRoot, nil, true); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(cachedir.Path(seedRoot, SnapshotFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"size":1,"head_len":1,"fold":{}}`))
+	f.Add([]byte(`{"version":1,"size":99999999,"head_len":4096,"last_at":0,"fold":{"targets":[]}}`))
+	f.Add([]byte("\x00\xff"))
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, snap []byte) {
+		root := t.TempDir()
+		os.MkdirAll(Path(root, ""), 0o755)
+		os.WriteFile(Path(root, FeedbackFile), journal, 0o644)
+		if _, err := cachedir.Ensure(root); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(cachedir.Path(root, SnapshotFile), snap, 0o644)
+		got, err := FoldFeedback(root, now, learn.Params{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.FromSnapshot {
+			return // its checks matched this journal's (another inode: only by a real collision)
+		}
+		evs, corrupt, _ := ReadFeedback(root)
+		if got.Events != len(evs) || got.Corrupt != corrupt || !reflect.DeepEqual(got.Stats, learn.FoldWith(evs, now, learn.Params{})) {
+			t.Fatalf("fold with snapshot %q differs from the full fold", snap)
 		}
 	})
 }

@@ -6,6 +6,12 @@
 // lines that do not parse and never rewrite them. The policy file is
 // replaced atomically under the .memory/.learning.lock lock, keeping keys
 // this version does not know. The scoring itself is package learn.
+//
+// It also owns the fold snapshot of feedback.jsonl (.memory/.cache/
+// feedback.snapshot, a disposable cache: FoldFeedback reads only what was
+// appended since) and its compaction (CompactFeedback: old events folded
+// into one base line, the lines themselves moved verbatim to
+// feedback.archive.jsonl).
 package journal
 
 import (

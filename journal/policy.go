@@ -170,12 +170,47 @@ func RefreshPolicy(ctx context.Context, root string, now time.Time, timeout time
 }
 
 // RefreshPolicyLocked is RefreshPolicy for a caller holding the learning lock.
+// The journal is folded from the fold snapshot (FoldFeedback), which it
+// only reads.
 func RefreshPolicyLocked(root string, now time.Time) (learn.Policy, error) {
-	events, _, err := ReadFeedback(root)
-	if err != nil {
-		return learn.Policy{}, err
+	p, _, _, err := refreshPolicyLocked(root, now, false)
+	return p, err
+}
+
+// RefreshPolicyFolded is RefreshPolicy that also returns the journal's
+// fold as of now with the engine parameters params, and writes the fold
+// snapshot: a caller that refreshes the policy and then ranks (the session
+// start) reads and folds the journal once.
+func RefreshPolicyFolded(ctx context.Context, root string, now time.Time, timeout time.Duration, params learn.Params) (learn.Policy, Folded, error) {
+	if _, err := os.Stat(Path(root, "")); errors.Is(err, os.ErrNotExist) {
+		return learn.Policy{}, Folded{Stats: map[string]learn.Stats{}, Tally: map[string]learn.TypeStats{}}, nil
 	}
-	return updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
-		return learn.Overlays(p, learn.Tally(events, p.Resets), now), nil
+	lock, err := manifest.AcquireLock(ctx, LockPath(root), timeout)
+	if err != nil {
+		return learn.Policy{}, Folded{}, err
+	}
+	defer lock.Release()
+	p, fd, serr, err := refreshPolicyLocked(root, now, true)
+	if err != nil {
+		return p, Folded{}, err
+	}
+	f := fd.result(now, params)
+	f.SnapshotErr = serr
+	return p, f, nil
+}
+
+func refreshPolicyLocked(root string, now time.Time, save bool) (learn.Policy, folding, error, error) {
+	var fd folding
+	var serr, ferr error
+	p, err := updatePolicyLocked(root, func(p learn.Policy) (learn.Policy, error) {
+		fd, serr, ferr = foldFeedbackLocked(root, p.Resets, save)
+		if ferr != nil {
+			return p, ferr
+		}
+		return learn.Overlays(p, fd.tally, now), nil
 	})
+	if ferr != nil {
+		return learn.Policy{}, folding{}, nil, ferr
+	}
+	return p, fd, serr, err
 }

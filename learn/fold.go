@@ -57,6 +57,9 @@ type Event struct {
 	// Role is the validator role of a verdict event (cited by a PASS, or
 	// false_positive), when the verdict named one.
 	Role string
+	// Base is set on a compaction's base line (Kind KindCompacted): the
+	// fold of the events it replaced.
+	Base *Base
 }
 
 // Class is how an event counts.
@@ -204,91 +207,149 @@ func Fold(events []Event, now time.Time) map[string]Stats { return FoldWith(even
 
 // FoldWith is Fold with the engine parameters p (zero fields: defaults).
 func FoldWith(events []Event, now time.Time, p Params) map[string]Stats {
-	p = p.withDefaults()
+	f := NewFolder()
+	f.Add(events)
+	return f.Result(now, p)
+}
+
+// Folder is Fold in steps: Add folds batches of events into raw per-target
+// sums, Result applies the decay clock as of a time. Folding a journal's
+// events in one batch, or its first lines in one batch and the lines
+// appended later in another, gives the same result bit for bit — as long
+// as no later event is older than one already folded (Add refuses such a
+// batch). Decay is applied only by Result, so the raw state does not
+// depend on the fold time or the parameters: it can be kept (MarshalJSON)
+// and resumed (UnmarshalJSON) by a snapshot.
+type Folder struct {
+	stats  map[string]Stats // raw sums
+	newest time.Time        // newest event timestamp folded
+	events int              // events folded
+}
+
+// NewFolder returns an empty folder.
+func NewFolder() *Folder { return &Folder{stats: map[string]Stats{}} }
+
+// Events is the number of events folded so far.
+func (f *Folder) Events() int { return f.events }
+
+// Newest is the timestamp of the newest event folded (zero: none).
+func (f *Folder) Newest() time.Time { return f.newest }
+
+// Add folds events (in any order; processed by timestamp, ties in input
+// order) after the ones already folded. It reports false and changes
+// nothing when an event is older than the newest already folded: the full
+// fold would process it earlier, so the caller must fold from scratch.
+func (f *Folder) Add(events []Event) bool {
+	if len(events) == 0 {
+		return true
+	}
 	order := make([]int, len(events))
 	for i := range order {
 		order[i] = i
 	}
-	if !sort.SliceIsSorted(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) }) {
-		sort.SliceStable(order, func(a, b int) bool { return events[order[a]].TS.Before(events[order[b]].TS) })
+	less := func(a, b int) bool { return sortKey(events[order[a]]).Before(sortKey(events[order[b]])) }
+	if !sort.SliceIsSorted(order, less) {
+		sort.SliceStable(order, less)
 	}
-	out := make(map[string]Stats)
+	if f.events > 0 && sortKey(events[order[0]]).Before(f.newest) {
+		return false
+	}
+	if f.stats == nil {
+		f.stats = map[string]Stats{}
+	}
+	out := f.stats
 	for _, i := range order {
 		e := events[i]
+		if IsBase(e) {
+			f.addBase(e.Base)
+			continue
+		}
+		f.events++
+		if f.events == 1 || e.TS.After(f.newest) {
+			f.newest = e.TS
+		}
 		if e.Target == "" {
 			continue
 		}
-		s := out[e.Target]
-		s.Target = e.Target
-		if e.Type != "" {
-			s.Type = e.Type
-		}
-		if e.Kind == KindRestored {
-			out[e.Target] = cancelDeleted(s, e)
-			continue
-		}
-		class, mag := Classify(e)
-		switch class {
-		case Unknown:
-			out[e.Target] = s
-			continue
-		case Aging:
-			s.Aged++
-			out[e.Target] = s
-			continue
-		case Override:
-			switch {
-			case e.Value > 0:
-				s.Manual, s.ManualReason, s.ManualAt = LevelProven, e.Reason, e.TS
-			case e.Value < 0:
-				s.Manual, s.ManualReason, s.ManualAt = LevelDeprecated, e.Reason, e.TS
-			default:
-				s = Stats{Target: e.Target, Type: s.Type, ResetAt: e.TS}
-			}
-			out[e.Target] = s
-			continue
-		case Helpful:
-			s.Helpful += mag
-			s.HelpfulEvents++
-			s.Reinforcements++
-		case Harmful:
-			if e.Kind == KindDeleted {
-				s.deleted = append(s.deleted, mag)
-			}
-			if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
-				s.Regression = true
-			}
-			s.Harmful += mag
-			s.HarmfulEvents++
-		case Neutral:
-			s.Neutral += mag
-			s.NeutralEvents++
-		}
-		if e.TS.After(s.LastFeedback) {
-			s.LastFeedback = e.TS
-		}
-		if e.Kind == KindCited || e.Kind == KindOutcome {
-			if e.TS.After(s.LastUse) {
-				s.LastUse = e.TS
-			}
-			s.Aged = 0
-		}
-		if class == Helpful && e.Role != "" {
-			s.Via = e.Role
-		}
-		if e.Kind == KindOutcome {
-			s.Outcomes++
-			if OutcomeFailed(e) {
-				s.OutcomeFailures++
-			}
-		}
-		out[e.Target] = s
+		out[e.Target] = foldOne(out[e.Target], e)
 	}
-	for k, s := range out {
+	return true
+}
+
+// Result returns the per-target stats as of now with the parameters p
+// (zero fields: defaults). f is unchanged and may be added to afterwards.
+func (f *Folder) Result(now time.Time, p Params) map[string]Stats {
+	p = p.withDefaults()
+	out := make(map[string]Stats, len(f.stats))
+	for k, s := range f.stats {
 		s.params = p
 		out[k] = finish(s, now)
 	}
 	return out
+}
+
+// foldOne folds one event into its target's raw state.
+func foldOne(s Stats, e Event) Stats {
+	s.Target = e.Target
+	if e.Type != "" {
+		s.Type = e.Type
+	}
+	if e.Kind == KindRestored {
+		return cancelDeleted(s, e)
+	}
+	class, mag := Classify(e)
+	switch class {
+	case Unknown:
+		return s
+	case Aging:
+		s.Aged++
+		return s
+	case Override:
+		switch {
+		case e.Value > 0:
+			s.Manual, s.ManualReason, s.ManualAt = LevelProven, e.Reason, e.TS
+		case e.Value < 0:
+			s.Manual, s.ManualReason, s.ManualAt = LevelDeprecated, e.Reason, e.TS
+		default:
+			s = Stats{Target: e.Target, Type: s.Type, ResetAt: e.TS}
+		}
+		return s
+	case Helpful:
+		s.Helpful += mag
+		s.HelpfulEvents++
+		s.Reinforcements++
+	case Harmful:
+		if e.Kind == KindDeleted {
+			s.deleted = append(s.deleted, mag)
+		}
+		if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
+			s.Regression = true
+		}
+		s.Harmful += mag
+		s.HarmfulEvents++
+	case Neutral:
+		s.Neutral += mag
+		s.NeutralEvents++
+	}
+	if e.TS.After(s.LastFeedback) {
+		s.LastFeedback = e.TS
+	}
+	if e.Kind == KindCited || e.Kind == KindOutcome {
+		if e.TS.After(s.LastUse) {
+			s.LastUse = e.TS
+		}
+		s.Aged = 0
+	}
+	if class == Helpful && e.Role != "" {
+		s.Via = e.Role
+	}
+	if e.Kind == KindOutcome {
+		s.Outcomes++
+		if OutcomeFailed(e) {
+			s.OutcomeFailures++
+		}
+	}
+	return s
 }
 
 // finish applies the decay clock and derives weight and maturity. The sums

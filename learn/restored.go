@@ -18,6 +18,9 @@ func cancelDeleted(s Stats, e Event) Stats {
 	}
 	mag := s.deleted[n-1]
 	s.deleted = s.deleted[: n-1 : n-1]
+	if n == 1 {
+		s.deleted = nil // one representation of "none", whatever the history
+	}
 	s.Harmful = math.Max(0, s.Harmful-mag)
 	s.HarmfulEvents = max(0, s.HarmfulEvents-1)
 	return s

@@ -302,7 +302,16 @@ func FailurePatterns(tallies map[string]TypeStats, runs ...map[string]map[string
 // and count 0.
 func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 	out := map[string]TypeStats{}
+	tallyInto(out, events, since)
+	return out
+}
+
+func tallyInto(out map[string]TypeStats, events []Event, since map[string]time.Time) {
 	for _, e := range events {
+		if IsBase(e) {
+			tallyBase(out, e.Base, since)
+			continue
+		}
 		if e.Type == "" {
 			continue
 		}
@@ -329,6 +338,9 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 				}
 				if ts.FailureReasons[r]--; ts.FailureReasons[r] == 0 {
 					delete(ts.FailureReasons, r)
+				}
+				if len(ts.FailureReasons) == 0 {
+					ts.FailureReasons = nil // as if never failed: one representation
 				}
 				ts.N--
 				ts.Failures--
@@ -358,7 +370,6 @@ func Tally(events []Event, since map[string]time.Time) map[string]TypeStats {
 		}
 		out[e.Type] = ts
 	}
-	return out
 }
 
 // TallyOutcomes builds per-strategy tallies from recorded outcomes (runs

@@ -296,7 +296,7 @@ func scenarios() []scenario {
 			return probs
 		},
 	}
-	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall}
+	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall, compactScenario()}
 }
 
 // signalsOnce checks that feedback.jsonl holds each "kind target" event

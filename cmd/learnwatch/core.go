@@ -213,7 +213,7 @@ func reconcileWith(a *app, root string, cfg config.Config, session bool, opts he
 	if err != nil {
 		return res, err
 	}
-	recordFeedback(a, root, cfg, res, opts.Now)
+	recordFeedback(a, root, cfg, res, opts.Now, opts.Session)
 	return res, nil
 }
 

@@ -25,6 +25,7 @@ var commandGroup = map[string]string{
 	"hooks": "hooks", "hook": "hooks", "cite": "hooks", "merge-driver": "hooks",
 	"outcome": "learn", "verdict": "learn", "report": "learn", "promote": "learn",
 	"deprecate": "learn", "approve": "learn", "policy": "learn",
+	"compact": "learn",
 }
 
 // commandExamples is the Examples section of every command's --help, by

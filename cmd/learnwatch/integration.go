@@ -38,8 +38,24 @@ func init() {
 // appends them under the lock, exactly once across a crash, with
 // Options.Feedback; kept events only for the session's reconcile, at most
 // once per UTC day) and recomputes the policy overlays.
-func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time) {
+//
+// session marks the session start's reconcile: its refresh keeps the fold
+// for the ranking that follows (one fold of the journal per session start).
+func recordFeedback(a *app, root string, cfg config.Config, res heal.Result, now time.Time, session bool) {
 	if res.Recorded+res.Inbox.Feedback == 0 {
+		return
+	}
+	if session {
+		// The session start ranks next: keep the refresh's fold for it.
+		_, f, err := journal.RefreshPolicyFolded(a.ctx, root, now, cfg.Lock.Timeout.Duration, learn.ParamsFrom(cfg.Learn))
+		if err != nil {
+			fmt.Fprintf(a.stderr, "learnwatch: policy not refreshed: %v\n", err)
+			return
+		}
+		if f.SnapshotErr != nil {
+			fmt.Fprintf(a.stderr, "learnwatch: fold snapshot not saved: %v\n", f.SnapshotErr)
+		}
+		a.feedbackFold = &f
 		return
 	}
 	if _, err := journal.RefreshPolicy(a.ctx, root, now, cfg.Lock.Timeout.Duration); err != nil {
@@ -158,13 +174,21 @@ func rankEntries(a *app, root string, cfg config.Config, entries []index.Entry, 
 // rankEntriesFor is rankEntries for a consumer role: each entry also gets
 // its evidence tags (learn.EvidenceTags).
 func rankEntriesFor(a *app, root string, cfg config.Config, entries []index.Entry, log *manifest.Log, role string) ([]index.Entry, []string) {
-	evs, _, err := journal.ReadFeedback(root)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
-	}
 	n := now()
 	params := learn.ParamsFrom(cfg.Learn)
-	stats := learn.FoldWith(evs, n, params)
+	var folded journal.Folded
+	var err error
+	if f := a.feedbackFold; f != nil && f.Current(root) {
+		folded = *f
+		folded.Stats, folded.SnapshotErr = f.StatsAt(n, params), nil // warned about already
+	} else if folded, err = journal.FoldFeedback(root, n, params); err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: %v (ranking without feedback)\n", err)
+		folded.Stats = map[string]learn.Stats{}
+	}
+	if folded.SnapshotErr != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: fold snapshot not saved: %v\n", folded.SnapshotErr)
+	}
+	stats := folded.Stats
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(root).Log)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/textsafe"
@@ -40,6 +41,11 @@ type app struct {
 	stderr io.Writer
 	log    *slog.Logger
 	ctx    context.Context
+
+	// feedbackFold is the feedback journal's fold the session start's
+	// policy refresh made; the ranking reuses it while the journal is
+	// unchanged (journal.Folded.Current), so the journal is folded once.
+	feedbackFold *journal.Folded
 }
 
 // commands registers subcommands; each file adds its own in init so that

@@ -63,7 +63,7 @@ unwatched), lock.timeout (10s).`,
 				// reconcile).
 				opts.Stale = staleHook(a, cfg)
 				opts.Feedback = true
-				opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now()) }
+				opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now(), false) }
 
 				hup := make(chan os.Signal, 1)
 				signal.Notify(hup, syscall.SIGHUP)

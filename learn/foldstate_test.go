@@ -1,0 +1,114 @@
+package learn
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func randomEvents(r *rand.Rand, n int, from time.Time) []Event {
+	evs := make([]Event, n)
+	for i := range evs {
+		from = from.Add(time.Duration(r.IntN(5)) * time.Hour)
+		evs[i] = Event{
+			TS:     parsed(from.In(time.FixedZone("", 3600*(r.IntN(5)-2)))),
+			Target: []string{"ADR-001", "PF-002", "obs_a", "obs_b", ""}[r.IntN(5)],
+			Kind:   append(append([]string{}, Kinds...), "unknown")[r.IntN(len(Kinds)+1)],
+			Value:  []float64{0, 1, -1, 0.38, 0.9, 3}[r.IntN(6)],
+			Type:   []string{"", "decision", "pitfall"}[r.IntN(3)],
+			Reason: []string{"", "deleted", "timeout"}[r.IntN(3)],
+			Role:   []string{"", "reviewer"}[r.IntN(2)],
+		}
+	}
+	return evs
+}
+
+// parsed is t as the journal reader gets it: from its RFC 3339 form.
+func parsed(t time.Time) time.Time {
+	p, err := time.Parse(time.RFC3339Nano, t.Format(time.RFC3339Nano))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Folding in two batches, with the state kept in its binary form between them, is
+// the one-batch fold bit for bit; a second batch older than the first is
+// refused and changes nothing.
+func TestFolderStepsEqualOneFold(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		evs := randomEvents(r, r.IntN(80), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+		p := Params{HalfLifeDays: 45}
+		want := FoldWith(evs, now, p)
+		cut := r.IntN(len(evs) + 1)
+		f := NewFolder()
+		if !f.Add(evs[:cut]) {
+			t.Fatal("first batch refused")
+		}
+		b, err := f.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g Folder
+		if err := g.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		if !g.Add(evs[cut:]) {
+			t.Fatalf("seed %d: ordered second batch refused", seed)
+		}
+		if got := g.Result(now, p); !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d (cut %d):\n got %+v\nwant %+v", seed, cut, got, want)
+		}
+		if g.Events() != len(evs) {
+			t.Fatalf("%d events, want %d", g.Events(), len(evs))
+		}
+		if cut > 0 && cut < len(evs) && evs[0].TS.Before(evs[cut-1].TS) {
+			before, _ := g.MarshalBinary()
+			if g.Add(evs[:1]) {
+				t.Fatalf("seed %d: an older event was accepted", seed)
+			}
+			if after, _ := g.MarshalBinary(); !bytes.Equal(before, after) {
+				t.Fatalf("seed %d: a refused batch changed the state", seed)
+			}
+		}
+	}
+}
+
+// A fold state that does not parse or is inconsistent is refused; one
+// that parses survives a round trip unchanged.
+func FuzzFolderState(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 4))
+	fo := NewFolder()
+	fo.Add(randomEvents(r, 40, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	good, _ := fo.MarshalBinary()
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte("lwfold1"))
+	f.Add([]byte("lwfold1\x02\x0f\x01\x00\x00\x00\x0e\x00\x00\x00\x00\x00\x00\xff\xff\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var g Folder
+		if err := g.UnmarshalBinary(b); err != nil {
+			return
+		}
+		out, err := g.MarshalBinary()
+		if err != nil {
+			t.Fatalf("accepted %q but cannot write it: %v", b, err)
+		}
+		var h Folder
+		if err := h.UnmarshalBinary(out); err != nil {
+			t.Fatalf("written state %s does not parse: %v", out, err)
+		}
+		again, _ := h.MarshalBinary()
+		if !bytes.Equal(out, again) {
+			t.Fatalf("round trip changed the state:\n%s\n%s", out, again)
+		}
+		now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+		if !reflect.DeepEqual(g.Result(now, Params{}), h.Result(now, Params{})) {
+			t.Fatal("round trip changed the result")
+		}
+	})
+}
