@@ -120,3 +120,32 @@ func TestApplyRefusesSymlinks(t *testing.T) {
 		})
 	}
 }
+
+// The .gitignore snippets in the documentation list exactly the patterns
+// init appends, so the docs cannot drift from what init does.
+func TestDocsListTheLocalState(t *testing.T) {
+	var want []string
+	for _, f := range LocalState {
+		want = append(want, f.Pattern)
+	}
+	for _, doc := range []string{"../docs/overview.md", "../docs/team.md"} {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(data), "```gitignore\n")
+		if !ok {
+			t.Fatalf("%s has no gitignore block", doc)
+		}
+		block, _, _ := strings.Cut(rest, "```")
+		var got []string
+		for _, l := range strings.Split(block, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+				got = append(got, l)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s lists\n%v\ninit appends\n%v", doc, got, want)
+		}
+	}
+}
