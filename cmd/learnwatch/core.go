@@ -20,12 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-func init() {
-	register(newObserveCmd)
-	register(newRenderCmd)
-	register(newReconcileCmd)
-	register(newIndexCmd)
-}
 
 // now is the clock of every command; LEARNWATCH_NOW (RFC3339) pins it for
 // tests and demos.

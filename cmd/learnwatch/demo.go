@@ -16,7 +16,6 @@ import (
 	"github.com/learnwatch/learnwatch/staleness"
 )
 
-func init() { register(newDemoCmd) }
 
 func newDemoCmd(a *app) *cobra.Command {
 	var keep bool

@@ -33,15 +33,6 @@ import (
 // the ID prefix).
 var knowledgeCandidates = func(a *app, root string) ([]learn.Candidate, error) { return nil, nil }
 
-func init() {
-	register(newOutcomeCmd)
-	register(newVerdictCmd)
-	register(newPromoteCmd)
-	register(newDeprecateCmd)
-	register(newApproveCmd)
-	register(newPolicyCmd)
-	register(newReportCmd)
-}
 
 // candidates calls knowledgeCandidates, warning (not failing) on error.
 func (a *app) candidates(root string) []learn.Candidate {

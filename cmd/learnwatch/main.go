@@ -42,11 +42,34 @@ type app struct {
 	ctx    context.Context
 }
 
-// commands registers subcommands; each file adds its own in init so that
-// files do not have to share a list.
-var commands []func(a *app) *cobra.Command
+// commands lists the subcommands of learnwatch, built explicitly (no
+// package-level registration in init): a new command file adds its
+// constructor here.
+func commands() []func(a *app) *cobra.Command {
+	return []func(a *app) *cobra.Command{
+		newObserveCmd, newRenderCmd, newReconcileCmd, newIndexCmd,
+		newDemoCmd,
+		newHookCmd, newHooksCmd, newCiteCmd,
+		newInitCmd,
+		newOutcomeCmd, newVerdictCmd, newPromoteCmd, newDeprecateCmd, newApproveCmd, newPolicyCmd, newReportCmd,
+		newStatusCmd, newListCmd, newReviewCmd, newPurgeCmd, newClearCmd, newHudCmd,
+		newMergeDriverCmd,
+		newStaleCmd,
+		newVersionCmd,
+		newWatchCmd,
+		newRestoreCmd, newResolveCmd, newEditCmd,
+	}
+}
 
-func register(f func(a *app) *cobra.Command) { commands = append(commands, f) }
+// hookSubcommands lists the subcommands of `learnwatch hook`.
+func hookSubcommands() []func(a *app) *cobra.Command {
+	return []func(a *app) *cobra.Command{
+		newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"),
+		newStopHook,
+		newPostRewriteHook,
+		newPreCommitHook,
+	}
+}
 
 func main() {
 	// LEARNWATCH_CPUPROFILE=file writes a CPU profile of the whole command
@@ -153,7 +176,7 @@ actually keep, and turns deletions and edits into learning signal.`,
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only errors (and the --json object): for hooks and scripts")
-	for _, f := range commands {
+	for _, f := range commands() {
 		root.AddCommand(f(a))
 	}
 	applyHelp(root)

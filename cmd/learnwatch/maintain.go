@@ -15,14 +15,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-func init() {
-	register(newStatusCmd)
-	register(newListCmd)
-	register(newReviewCmd)
-	register(newPurgeCmd)
-	register(newClearCmd)
-	register(newHudCmd)
-}
 
 // readLog reads the log without the lock (readers see a whole file thanks
 // to atomic replacement).

@@ -20,10 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-func init() {
-	register(newStaleCmd)
-	hookSubcommands = append(hookSubcommands, newPreCommitHook)
-}
 
 func newStaleCmd(a *app) *cobra.Command {
 	var staged, fail, explain bool
