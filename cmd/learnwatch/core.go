@@ -20,7 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-
 // now is the clock of every command; LEARNWATCH_NOW (RFC3339) pins it for
 // tests and demos.
 func now() time.Time {

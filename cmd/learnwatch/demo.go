@@ -16,7 +16,6 @@ import (
 	"github.com/learnwatch/learnwatch/staleness"
 )
 
-
 func newDemoCmd(a *app) *cobra.Command {
 	var keep bool
 	var dir string

@@ -18,7 +18,6 @@ import (
 	"github.com/learnwatch/learnwatch/hooks"
 )
 
-
 // newHookCmd is `learnwatch hook <name>`: the entry points git and the agent
 // call.
 func newHookCmd(a *app) *cobra.Command {

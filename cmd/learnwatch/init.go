@@ -12,7 +12,6 @@ import (
 	"github.com/learnwatch/learnwatch/scaffold"
 )
 
-
 // initResult is the --json output of init.
 type initResult struct {
 	scaffold.Result

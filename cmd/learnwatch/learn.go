@@ -33,7 +33,6 @@ import (
 // the ID prefix).
 var knowledgeCandidates = func(a *app, root string) ([]learn.Candidate, error) { return nil, nil }
 
-
 // candidates calls knowledgeCandidates, warning (not failing) on error.
 func (a *app) candidates(root string) []learn.Candidate {
 	c, err := knowledgeCandidates(a, root)

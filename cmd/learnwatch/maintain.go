@@ -15,7 +15,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-
 // readLog reads the log without the lock (readers see a whole file thanks
 // to atomic replacement).
 func (a *app) readLog() (string, *manifest.Log, error) {

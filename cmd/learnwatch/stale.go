@@ -20,7 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-
 func newStaleCmd(a *app) *cobra.Command {
 	var staged, fail, explain bool
 	c := &cobra.Command{
