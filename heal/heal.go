@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
@@ -37,6 +38,7 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // Options configure a reconcile run.
@@ -48,10 +50,12 @@ type Options struct {
 	Render bool
 	// RenderOptions are passed to render when Render is set.
 	Hold func(o *manifest.Observation) bool
-	// Stale, when set, runs the staleness pass on the loaded log (under the
-	// lock) and returns how many references are stale. It may mark
-	// observations in the log; reconcile writes them.
-	Stale func(root string, log *manifest.Log) (int, error)
+	// Staleness, when set, runs the staleness pass with these settings on
+	// the loaded log (under the lock): the knowledge files and the log's
+	// observations are checked against HEAD (the working tree outside
+	// git), stale observations are marked in the log (reconcile writes
+	// it) and Result.Stale counts the stale references.
+	Staleness *config.Staleness
 	// Confirm, when non-nil, holds the artifacts (keys as in
 	// Result.Pending) that may be called deleted: any other missing one is
 	// left alone and listed in Result.Pending. The watcher uses it for its
@@ -742,12 +746,12 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	st.Confirm = opts.Confirm
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
-	if opts.Stale != nil {
+	if opts.Staleness != nil {
 		var saved []marks
 		if !opts.MarkTracked {
 			saved = saveMarks(st.Log)
 		}
-		n, err := opts.Stale(root, st.Log)
+		n, err := stalePass(ctx, root, *opts.Staleness, st.Log)
 		// git is asked only when the pass changed a mark.
 		if marksChanged(saved) && Tracked(root, p.Log) {
 			restoreMarks(saved)
@@ -895,4 +899,16 @@ func (r Result) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// stalePass checks the knowledge files and the log's observations against
+// HEAD (the working tree outside git), marks the stale observations in log
+// and returns the number of stale references.
+func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (int, error) {
+	rep, err := staleness.ScanTreeContext(ctx, root, staleness.Auto, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	staleness.Mark(log, rep.Stale)
+	return len(rep.Stale), nil
 }

@@ -5,12 +5,10 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/exitcode"
-	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/watch"
 )
 
@@ -39,7 +37,7 @@ unwatched), lock.timeout (10s).`,
 			if a.jsonOut {
 				return exitcode.Bad("watch prints no result object; for machine-readable logs use --log-format json")
 			}
-			root, cfg, err := a.setup()
+			root, _, err := a.setup() // bad YAML is bad input before the watcher starts
 			if err != nil {
 				return err
 			}
@@ -50,13 +48,11 @@ unwatched), lock.timeout (10s).`,
 				}
 			}
 			opts.Log = watchLogger(a)
-			// Like `learnwatch reconcile`: the staleness pass, and the
-			// deletion/edit signals into the feedback journal (kept
-			// artifacts count once per session, not per watcher
-			// reconcile).
-			opts.Stale = staleHook(a, cfg)
+			// Like `learnwatch reconcile` (the watcher's engine runs the
+			// staleness pass and the policy refresh): the deletion/edit
+			// signals go into the feedback journal (kept artifacts count
+			// once per session, not per watcher reconcile).
 			opts.Feedback = true
-			opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now()) }
 
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
