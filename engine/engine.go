@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -71,6 +72,9 @@ type Pass struct {
 	// NoFeedback leaves the feedback journal alone (tests and tools that
 	// only want the reconcile's counts).
 	NoFeedback bool
+	// NoStatCache reads every artifact (the stat cache is neither read nor
+	// written); results are the same either way.
+	NoStatCache bool
 }
 
 // Report is what a pass found and did: heal's result plus the warnings a
@@ -94,6 +98,10 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
 		Feedback: !p.NoFeedback, Session: p.Session,
 		Confirm: p.Confirm, Render: p.Render,
+		StatCache: string(statcache.ModeOf(e.cfg.Engine.CheckStat)),
+	}
+	if p.NoStatCache {
+		opts.StatCache = ""
 	}
 	if p.Render {
 		pol, warn := e.Policy()

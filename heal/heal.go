@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
@@ -73,6 +74,11 @@ type Options struct {
 	// events only when Session is set, at most once per UTC day.
 	Feedback bool
 	Session  bool
+	// StatCache, when not "", uses the stat cache (.memory/.cache/
+	// stat.cache, package statcache) in this engine.check_stat mode
+	// ("default" or "minimal"): artifacts whose stat it vouches for are
+	// not read. It never changes a result.
+	StatCache string
 }
 
 // Result counts what a reconcile found and did.
@@ -170,18 +176,44 @@ type State struct {
 	Head           string
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
+	// Verified holds the artifact files (relative paths) the stat cache
+	// proved unchanged: their content was not read (Files holds an empty
+	// placeholder) and every manifest entry naming them is a live,
+	// anchor-less entry whose hash the cached content matches.
+	Verified map[string]bool
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
 // are never opened.
-func Load(root string) (*State, error) {
+func Load(root string) (*State, error) { return LoadWith(root, nil) }
+
+// trustable lists, per manifest path, whether the stat cache may stand in
+// for reading it (every entry naming it is live and anchor-less: only its
+// hash is compared) and whether an entry stores a legacy hash.
+func trustable(entries []manifest.Entry) (trust, legacy map[string]bool) {
+	trust, legacy = map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		ok, seen := trust[e.Path]
+		trust[e.Path] = (ok || !seen) && e.AnchorID == "" && e.Deleted == nil
+		if manifest.IsLegacyHash(e.ContentHash) {
+			legacy[e.Path] = true
+		}
+	}
+	return trust, legacy
+}
+
+// LoadWith is Load with a stat cache (nil: none): a trustable artifact
+// whose stat the cache vouches for is not read (State.Verified); every
+// artifact that is read is recorded in the cache for the next pass.
+func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 	p := manifest.PathsFor(root)
 	log, err := manifest.ReadLog(p.Log)
 	if err != nil {
 		return nil, err
 	}
 	st := &State{Root: root, Log: log, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
-		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{}}
+		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
+		Verified: map[string]bool{}}
 	res := manifest.NewResolver(root)
 	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
 	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
@@ -213,7 +245,19 @@ func Load(root string) (*State, error) {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 	}
-	read := func(p string) {
+	var trust, legacy map[string]bool
+	if cache != nil {
+		trust, legacy = trustable(st.Manifest.Entries)
+	}
+	// hashes lists the content hashes the manifest stores per path.
+	hashes := map[string][]string{}
+	for _, e := range st.Manifest.Entries {
+		if trust[e.Path] {
+			hashes[e.Path] = append(hashes[e.Path], e.ContentHash)
+		}
+	}
+	vouched := map[string]statcache.Entry{}
+	read := func(p string, useCache bool) {
 		abs, rel, err := res.Resolve(p)
 		if err != nil {
 			st.Refused[p] = err
@@ -223,10 +267,25 @@ func Load(root string) (*State, error) {
 		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
 			return
 		}
+		var before statcache.Stat
+		var statted bool
+		if useCache {
+			before, statted = statcache.Lstat(abs)
+			if ce, ok := cache.Lookup(rel, before); statted && ok && verifiesAll(ce, hashes[p]) {
+				cache.Keep(rel, ce)
+				st.Files[rel], st.Verified[rel] = []byte{}, true
+				vouched[rel] = ce
+				return
+			}
+		}
 		b, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 		switch {
 		case err == nil:
 			st.Files[rel] = b
+			if statted {
+				after, _ := statcache.Lstat(abs)
+				cache.Record(rel, before, after, b, legacy[p])
+			}
 		case safefs.IsRefused(err):
 			st.Refused[p] = err
 		case errors.Is(err, os.ErrNotExist):
@@ -244,7 +303,22 @@ func Load(root string) (*State, error) {
 	registered := map[string]bool{}
 	for _, e := range st.Manifest.Entries {
 		registered[e.ObservationID] = true
-		read(e.Path)
+		read(e.Path, cache != nil && trust[e.Path])
+	}
+	// Two manifest paths may name one file (a relative and an absolute
+	// spelling): every entry of a vouched-for file must be a live,
+	// anchor-less entry its cached content matches, else it is read.
+	for _, e := range st.Manifest.Entries {
+		rel, ok := st.Rel[e.Path]
+		if !ok || !st.Verified[rel] {
+			continue
+		}
+		if e.AnchorID == "" && e.Deleted == nil && statcache.Verifies(vouched[rel], e.ContentHash) {
+			continue
+		}
+		delete(st.Verified, rel)
+		delete(st.Files, rel)
+		read(e.Path, false)
 	}
 	// Created observations the manifest lost (absent, corrupt, or written
 	// by a tool that dropped them): their artifacts are read so that Plan
@@ -252,7 +326,12 @@ func Load(root string) (*State, error) {
 	for _, o := range log.Observations() {
 		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
 			p, _, _ := strings.Cut(o.ArtifactPath, "#")
-			read(p)
+			if rel, ok := st.Rel[p]; ok && st.Verified[rel] {
+				// Rebuild hashes this file: its content is needed.
+				delete(st.Verified, rel)
+				delete(st.Files, rel)
+			}
+			read(p, false)
 		}
 	}
 	st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
@@ -447,6 +526,7 @@ func Plan(st *State, now time.Time) Result {
 		} else if b, ok := st.Files[rel]; ok {
 			current, legacy, found = b, b, true
 		}
+		verified := e.AnchorID == "" && st.Verified[rel]
 		key := artifactKey(rel, e.AnchorID)
 		if e.Deleted != nil {
 			// Penalised earlier: still gone, or back only because a
@@ -502,7 +582,7 @@ func Plan(st *State, now time.Time) Result {
 			kept = append(kept, e)
 			continue
 		}
-		if manifest.Unchanged(e.ContentHash, current, legacy) {
+		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
 			res.Unchanged++
 			res.Kept = append(res.Kept, o.ID)
 			res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
@@ -731,7 +811,11 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 
 // reconcileLocked is Reconcile under the learning lock, the inbox drained.
 func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
-	st, err := Load(root)
+	var cache *statcache.Cache
+	if opts.StatCache != "" {
+		cache = statcache.Load(root, statcache.ModeOf(opts.StatCache))
+	}
+	st, err := LoadWith(root, cache)
 	if err != nil {
 		return Result{}, err
 	}
@@ -785,6 +869,10 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		} else {
 			res.Recorded = len(pass.Events)
 		}
+	}
+	if cache != nil {
+		// Disposable: a cache that cannot be written is rebuilt next time.
+		_ = cache.Save(root)
 	}
 	if opts.Render {
 		rr, wrote, err := renderAfter(ctx, st, p, opts)
@@ -911,4 +999,14 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, log *mani
 	}
 	staleness.Mark(log, rep.Stale)
 	return len(rep.Stale), nil
+}
+
+// verifiesAll reports whether a cached content matches every stored hash.
+func verifiesAll(e statcache.Entry, stored []string) bool {
+	for _, h := range stored {
+		if !statcache.Verifies(e, h) {
+			return false
+		}
+	}
+	return len(stored) > 0
 }
