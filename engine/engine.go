@@ -36,6 +36,12 @@ type Engine struct {
 	root string
 	cfg  config.Config
 	log  *slog.Logger
+	// cache is the stat cache, loaded by the first pass and kept in
+	// memory for the next ones.
+	cache *statcache.Cache
+	// failed is set when the last pass failed: the files it was told
+	// about are lost, so the next pass checks every file.
+	failed bool
 }
 
 // New opens the memory of root with cfg (config.Load(root) or
@@ -44,7 +50,7 @@ func New(root string, cfg config.Config, log *slog.Logger) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{root: root, cfg: cfg, log: log}
+	return &Engine{root: root, cfg: cfg, log: log, cache: statcache.Open(statcache.ModeOf(cfg.Engine.CheckStat))}
 }
 
 // Root is the repository root the engine works on.
@@ -75,6 +81,11 @@ type Pass struct {
 	// NoStatCache reads every artifact (the stat cache is neither read nor
 	// written); results are the same either way.
 	NoStatCache bool
+	// Touched, when non-nil, holds the only artifact files (relative to
+	// the root, slash-separated) that may have changed since this engine's last pass: the
+	// watcher's events of a burst. The others are neither read nor
+	// stat'ed when the stat cache knows them. Nil checks every file.
+	Touched map[string]bool
 }
 
 // Report is what a pass found and did: heal's result plus the warnings a
@@ -98,10 +109,13 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
 		Feedback: !p.NoFeedback, Session: p.Session,
 		Confirm: p.Confirm, Render: p.Render,
-		StatCache: string(statcache.ModeOf(e.cfg.Engine.CheckStat)),
+		Cache: e.cache, Touched: p.Touched,
 	}
 	if p.NoStatCache {
-		opts.StatCache = ""
+		opts.Cache, opts.Touched = nil, nil
+	}
+	if e.failed {
+		opts.Touched = nil
 	}
 	if p.Render {
 		pol, warn := e.Policy()
@@ -109,6 +123,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		opts.Hold = holdFor(pol)
 	}
 	res, err := heal.Reconcile(ctx, e.root, opts)
+	e.failed = err != nil
 	rep.Result = res
 	if err != nil {
 		return rep, err

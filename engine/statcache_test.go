@@ -28,6 +28,10 @@ type twin struct {
 	a, b string
 	cfg  config.Config
 	step int
+	// kept, when set, is A's engine across passes (the watcher's), told
+	// which files changed (touched: what inotify would report).
+	kept    *Engine
+	touched map[string]bool
 }
 
 const nArtifacts = 12
@@ -77,7 +81,11 @@ func (tw *twin) reconcile(what string) Report {
 	tw.t.Helper()
 	tw.step++
 	now := testNow.Add(time.Duration(tw.step) * time.Minute)
-	ra, errA := New(tw.a, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now})
+	ea, pa := New(tw.a, tw.cfg, nil), Pass{Now: now}
+	if tw.kept != nil {
+		ea, pa.Touched, tw.touched = tw.kept, tw.touched, map[string]bool{}
+	}
+	ra, errA := ea.Reconcile(context.Background(), pa)
 	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true})
 	if (errA == nil) != (errB == nil) {
 		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
@@ -291,11 +299,17 @@ func run(t *testing.T, name string, args ...string) {
 // Random sequences of what people and tools do to artifacts, reconciled
 // with the stat cache and without: every report and every file identical.
 func TestStatCacheProperty(t *testing.T) {
-	for seed := range uint64(6) {
+	for seed := range uint64(8) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 12))
 			mode := []string{"", "minimal"}[seed%2]
 			tw := newTwin(t, mode)
+			if seed >= 4 {
+				// The watcher's way: one engine, told what changed.
+				tw.kept = New(tw.a, tw.cfg, nil)
+				tw.reconcile("the kept engine's first pass")
+				tw.touched = map[string]bool{}
+			}
 			arts := tw.artifacts()
 			saved := map[string][]byte{}
 			for i := range 25 {
@@ -356,8 +370,42 @@ func TestStatCacheProperty(t *testing.T) {
 				default:
 					what = "nothing"
 				}
+				if tw.kept != nil && !strings.HasPrefix(what, "touch ") && !strings.HasPrefix(what, "corrupt") && what != "nothing" {
+					// A content change is an event; a touch is an
+					// attribute change the watcher ignores.
+					tw.touched[rel] = true
+				}
 				tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
 			}
 		})
+	}
+}
+
+// A kept engine told that nothing changed does not even stat the files it
+// knows: a change it was not told about (inotify would have reported it)
+// is not seen until a pass checks every file.
+func TestKeptEngineTrustsTouched(t *testing.T) {
+	root, _ := memory(t)
+	e := New(root, config.Default(), nil)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := e.Reconcile(ctx, Pass{Now: testNow}); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	rel := ".claude/commands/self-learning/run-the-linter-before-pushing.md"
+	old := time.Now().Add(-time.Hour) // not racily clean
+	os.Chtimes(filepath.Join(root, rel), old, old)
+	if _, err := e.Reconcile(ctx, Pass{Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, rel), []byte("rewritten behind the watcher's back\n"), 0o644)
+	r, err := e.Reconcile(ctx, Pass{Now: testNow, Touched: map[string]bool{}})
+	if err != nil || r.Edits != 0 {
+		t.Fatalf("untouched file was checked: %+v %v", r.Result, err)
+	}
+	r, err = e.Reconcile(ctx, Pass{Now: testNow, Touched: map[string]bool{rel: true}})
+	if err != nil || r.Edits != 1 {
+		t.Fatalf("touched file not checked: %+v %v", r.Result, err)
 	}
 }

@@ -79,6 +79,15 @@ type Options struct {
 	// ("default" or "minimal"): artifacts whose stat it vouches for are
 	// not read. It never changes a result.
 	StatCache string
+	// Cache, when set, is the stat cache to use (a long-running caller's,
+	// kept in memory across passes); it overrides StatCache.
+	Cache *statcache.Cache
+	// Touched, when non-nil, promises that no artifact file outside it
+	// (paths relative to the root, slash-separated) changed since the last
+	// completed pass with Cache: those the cache knows are not even
+	// stat'ed. The watcher sets it from the events of a burst; nil stats
+	// every artifact.
+	Touched map[string]bool
 }
 
 // Result counts what a reconcile found and did.
@@ -206,6 +215,12 @@ func trustable(entries []manifest.Entry) (trust, legacy map[string]bool) {
 // whose stat the cache vouches for is not read (State.Verified); every
 // artifact that is read is recorded in the cache for the next pass.
 func LoadWith(root string, cache *statcache.Cache) (*State, error) {
+	return loadWith(root, cache, nil)
+}
+
+// loadWith is LoadWith trusting the cache without a stat for the files
+// outside touched (Options.Touched), when touched is not nil.
+func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
 	p := manifest.PathsFor(root)
 	log, err := manifest.ReadLog(p.Log)
 	if err != nil {
@@ -269,6 +284,14 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 		}
 		var before statcache.Stat
 		var statted bool
+		if useCache && touched != nil && !touched[rel] {
+			if ce, ok := cache.Untouched(rel); ok && verifiesAll(ce, hashes[p]) {
+				cache.Keep(rel, ce)
+				st.Files[rel], st.Verified[rel] = []byte{}, true
+				vouched[rel] = ce
+				return
+			}
+		}
 		if useCache {
 			before, statted = statcache.Lstat(abs)
 			if ce, ok := cache.Lookup(rel, before); statted && ok && verifiesAll(ce, hashes[p]) {
@@ -811,11 +834,17 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 
 // reconcileLocked is Reconcile under the learning lock, the inbox drained.
 func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
-	var cache *statcache.Cache
-	if opts.StatCache != "" {
+	cache := opts.Cache
+	if cache != nil {
+		cache.Begin(root)
+	} else if opts.StatCache != "" {
 		cache = statcache.Load(root, statcache.ModeOf(opts.StatCache))
 	}
-	st, err := LoadWith(root, cache)
+	var touched map[string]bool
+	if cache != nil {
+		touched = opts.Touched
+	}
+	st, err := loadWith(root, cache, touched)
 	if err != nil {
 		return Result{}, err
 	}

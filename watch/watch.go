@@ -123,6 +123,11 @@ type watcher struct {
 	// learning signals and the policy refresh, like the CLI's reconcile.
 	// It is rebuilt when the config is (re)loaded.
 	eng *engine.Engine
+	// touched holds the watched files that had an event in the burst
+	// (engine.Pass.Touched); full is set when the burst needs every file
+	// checked (startup, rescan, overflow, a directory event, a reload).
+	touched map[string]bool
+	full    bool
 
 	// missing holds the artifacts reconcile found missing but was not yet
 	// allowed to call deleted, with when they were first seen missing;
@@ -210,6 +215,7 @@ func (w *watcher) loadSettings() error {
 	}
 	w.set = s
 	w.eng = engine.New(w.root, c, w.log)
+	w.full = true // a new engine's first pass checks every file
 	return nil
 }
 
@@ -339,6 +345,13 @@ func (w *watcher) fire(ctx context.Context) {
 		return
 	}
 	reason, thorough := w.reason, w.thorough
+	// Only the files with an event can have changed, unless events may
+	// have been lost or directories moved: then every file is checked.
+	touched := w.touched
+	if w.full || thorough || len(w.changed) > 0 || w.opts.Poll > 0 {
+		touched = nil
+	}
+	w.touched, w.full = map[string]bool{}, false
 	waited := time.Since(w.first)
 	w.first, w.last, w.reason, w.now, w.thorough = time.Time{}, time.Time{}, "", false, false
 	w.timer.Stop()
@@ -356,6 +369,7 @@ func (w *watcher) fire(ctx context.Context) {
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
 	rep, err := w.reconcile(context.WithoutCancel(ctx), engine.Pass{
 		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(start),
+		Touched: touched,
 	})
 	res := rep.Result
 	took := time.Since(start)
@@ -364,6 +378,9 @@ func (w *watcher) fire(ctx context.Context) {
 		defer w.afterFire()
 	}
 	if err != nil {
+		// The failed pass consumed the burst's events: the retry checks
+		// every file.
+		w.full = true
 		w.state.Counters.Errors++
 		w.state.LastError = err.Error()
 		if w.backoff == 0 {

@@ -116,10 +116,15 @@ type file struct {
 // Cache is the stat cache of one pass: what the last pass recorded (old)
 // and what this pass records (next). Not safe for concurrent use.
 type Cache struct {
-	mode       Mode
-	cacheMtime int64
-	old        map[string]Entry
-	next       map[string]Entry
+	mode   Mode
+	loaded bool
+	// inPass is set from Begin to Save; trustless while the entries in
+	// memory are not the last completed pass's (freshly loaded, or a pass
+	// ended without Save): Untouched then trusts nothing.
+	inPass, trustless bool
+	cacheMtime        int64
+	old               map[string]Entry
+	next              map[string]Entry
 	// rewrite is set when an entry was racily clean but could be proved
 	// clean now: writing the cache again moves its mtime past the file.
 	rewrite bool
@@ -129,22 +134,41 @@ type Cache struct {
 // unreadable, corrupt, from another version or another check_stat mode is
 // an empty one.
 func Load(root string, mode Mode) *Cache {
-	c := &Cache{mode: mode, old: map[string]Entry{}, next: map[string]Entry{}}
+	c := Open(mode)
+	c.Begin(root)
+	return c
+}
+
+// Open returns a cache that Begin loads on first use: a long-running
+// process (the watcher's engine) keeps one in memory across passes.
+func Open(mode Mode) *Cache {
+	return &Cache{mode: mode, old: map[string]Entry{}, next: map[string]Entry{}}
+}
+
+// Begin starts a pass. It loads root's cache file the first time; later
+// passes keep what is in memory (entries are facts about a stat, whoever
+// wrote them).
+func (c *Cache) Begin(root string) {
+	c.trustless = c.trustless || c.inPass || !c.loaded
+	c.inPass = true
+	if c.loaded {
+		return
+	}
+	c.loaded = true
 	path := cachedir.Path(root, FileName)
 	fi, err := safefs.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() {
-		return c
+		return
 	}
 	b, err := safefs.ReadFile(path, maxSize)
 	if err != nil {
-		return c
+		return
 	}
 	var f file
-	if json.Unmarshal(b, &f) != nil || f.Version != Version || f.CheckStat != mode || f.Entries == nil {
-		return c
+	if json.Unmarshal(b, &f) != nil || f.Version != Version || f.CheckStat != c.mode || f.Entries == nil {
+		return
 	}
 	c.old, c.cacheMtime = f.Entries, fi.ModTime().UnixNano()
-	return c
 }
 
 // Lookup returns the entry recorded for rel when a file with stat now is
@@ -155,6 +179,17 @@ func (c *Cache) Lookup(rel string, now Stat) (Entry, bool) {
 		return Entry{}, false
 	}
 	if Racy(e, c.cacheMtime) {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// Untouched returns the entry recorded for rel without a stat, for a file
+// the caller knows has not changed since the last pass (the watcher saw no
+// event for it); a racily clean entry is not returned.
+func (c *Cache) Untouched(rel string) (Entry, bool) {
+	e, ok := c.old[rel]
+	if !ok || c.trustless || Racy(e, c.cacheMtime) {
 		return Entry{}, false
 	}
 	return e, true
@@ -186,8 +221,13 @@ func (c *Cache) Dirty() bool { return c.rewrite || !maps.Equal(c.old, c.next) }
 
 // Save writes this pass's entries when they differ from the loaded ones,
 // atomically; the caller holds the learning lock. Entries of files no
-// longer looked at are dropped.
+// longer looked at are dropped. The cache then starts the next pass from
+// this one's entries.
 func (c *Cache) Save(root string) error {
+	defer func() {
+		c.old, c.next, c.rewrite = c.next, map[string]Entry{}, false
+		c.inPass, c.trustless = false, false
+	}()
 	if !c.Dirty() {
 		return nil
 	}
@@ -198,7 +238,14 @@ func (c *Cache) Save(root string) error {
 	if err != nil {
 		return err
 	}
-	return manifest.WriteFile(cachedir.Path(root, FileName), b, 0o644)
+	path := cachedir.Path(root, FileName)
+	if err := manifest.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	if fi, err := safefs.Lstat(path); err == nil {
+		c.cacheMtime = fi.ModTime().UnixNano()
+	}
+	return nil
 }
 
 // Lstat is os.Lstat returning a Stat of a regular file; ok is false for
