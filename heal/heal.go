@@ -346,7 +346,11 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 	// Created observations the manifest lost (absent, corrupt, or written
 	// by a tool that dropped them): their artifacts are read so that Plan
 	// can register them again.
-	for _, o := range log.Observations() {
+	// Only those lines are decoded (the scan knows id, status and path).
+	lost := log.Select(func(e manifest.LogEntry) bool {
+		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+	})
+	for _, o := range lost {
 		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
 			p, _, _ := strings.Cut(o.ArtifactPath, "#")
 			if rel, ok := st.Rel[p]; ok && st.Verified[rel] {
@@ -681,7 +685,10 @@ func rebuild(st *State, sections map[string][]markdown.Section, claimed map[stri
 	for _, e := range st.Manifest.Entries {
 		registered[e.ObservationID] = true
 	}
-	for _, o := range st.Log.Observations() {
+	lost := st.Log.Select(func(e manifest.LogEntry) bool {
+		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+	})
+	for _, o := range lost {
 		if o.Status != manifest.Created || o.ArtifactPath == "" || registered[o.ID] {
 			continue
 		}
