@@ -125,6 +125,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	res, err := heal.Reconcile(ctx, e.root, opts)
 	e.failed = err != nil
 	rep.Result = res
+	if res.CacheErr != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", res.CacheErr))
+	}
 	if err != nil {
 		return rep, err
 	}

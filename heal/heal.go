@@ -142,6 +142,9 @@ type Result struct {
 	Events []learn.Event `json:"-"`
 	// Wrote lists the absolute paths this run wrote.
 	Wrote []string `json:"-"`
+	// CacheErr is set when the stat cache could not be written: nothing
+	// is lost (it is rebuilt), but a full disk deserves a warning.
+	CacheErr error `json:"-"`
 	// Inbox is what the drain of the inbox did before the pass.
 	Inbox inbox.Result `json:"inbox,omitzero"`
 	// Recorded counts the feedback events this pass appended
@@ -907,8 +910,9 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		}
 	}
 	if cache != nil {
-		// Disposable: a cache that cannot be written is rebuilt next time.
-		_ = cache.Save(root)
+		// Disposable: a cache that cannot be written is rebuilt next time;
+		// the caller hears of it (a full disk), the result stands.
+		res.CacheErr = cache.Save(root)
 	}
 	if opts.Render {
 		rr, wrote, err := renderAfter(ctx, st, p, opts)
