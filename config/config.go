@@ -30,6 +30,7 @@ type Config struct {
 	Index     Index     `yaml:"index"`
 	Learn     Learn     `yaml:"learn"`
 	Lock      Lock      `yaml:"lock"`
+	Engine    Pass      `yaml:"engine"`
 
 	// Warnings says which settings Load clamped to their safe range
 	// (Clamp); callers print them on stderr.
@@ -51,6 +52,25 @@ type Staleness struct {
 	// NoPresets turns off the automatically detected sources (docs/adr,
 	// doc/adr, docs/decisions, **/KNOWLEDGE.md).
 	NoPresets bool `yaml:"no_presets"`
+}
+
+// Pass configures how an engine pass decides a file is unchanged (the
+// engine: section).
+type Pass struct {
+	// CheckStat is like git's core.checkStat: "default" compares size,
+	// mtime, ctime and inode with the stat cache; "minimal" only size and
+	// mtime (file systems whose ctime or inode numbers are not stable).
+	// "" means "default".
+	CheckStat string `yaml:"check_stat"`
+}
+
+// Validate refuses a check_stat other than default or minimal.
+func (e Pass) Validate() error {
+	switch e.CheckStat {
+	case "", "default", "minimal":
+		return nil
+	}
+	return fmt.Errorf("engine.check_stat must be default or minimal, not %q", e.CheckStat)
 }
 
 // Precommit configures the pre-commit hook.
@@ -143,6 +163,7 @@ func Default() Config {
 		Index:     Index{Budget: 800},
 		Learn:     Learn{HighConfidenceRoles: append([]string(nil), DefaultHighConfidenceRoles...), Engine: DefaultEngine()},
 		Lock:      Lock{Timeout: Duration{DefaultLockTimeout}, QueueAfter: Duration{DefaultQueueAfter}, HookTimeout: Duration{DefaultHookTimeout}},
+		Engine:    Pass{CheckStat: "default"},
 	}
 }
 
@@ -190,6 +211,9 @@ func Load(root string) (Config, error) {
 		c.Staleness.RenameDepth = DefaultRenameDepth
 	}
 	if err := c.Learn.Engine.Validate(); err != nil {
+		return Default(), fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Engine.Validate(); err != nil {
 		return Default(), fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil

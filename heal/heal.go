@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
@@ -37,6 +39,7 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // Options configure a reconcile run.
@@ -48,10 +51,12 @@ type Options struct {
 	Render bool
 	// RenderOptions are passed to render when Render is set.
 	Hold func(o *manifest.Observation) bool
-	// Stale, when set, runs the staleness pass on the loaded log (under the
-	// lock) and returns how many references are stale. It may mark
-	// observations in the log; reconcile writes them.
-	Stale func(root string, log *manifest.Log) (int, error)
+	// Staleness, when set, runs the staleness pass with these settings on
+	// the loaded log (under the lock): the knowledge files and the log's
+	// observations are checked against HEAD (the working tree outside
+	// git), stale observations are marked in the log (reconcile writes
+	// it) and Result.Stale counts the stale references.
+	Staleness *config.Staleness
 	// Confirm, when non-nil, holds the artifacts (keys as in
 	// Result.Pending) that may be called deleted: any other missing one is
 	// left alone and listed in Result.Pending. The watcher uses it for its
@@ -69,6 +74,20 @@ type Options struct {
 	// events only when Session is set, at most once per UTC day.
 	Feedback bool
 	Session  bool
+	// StatCache, when not "", uses the stat cache (.memory/.cache/
+	// stat.cache, package statcache) in this engine.check_stat mode
+	// ("default" or "minimal"): artifacts whose stat it vouches for are
+	// not read. It never changes a result.
+	StatCache string
+	// Cache, when set, is the stat cache to use (a long-running caller's,
+	// kept in memory across passes); it overrides StatCache.
+	Cache *statcache.Cache
+	// Touched, when non-nil, promises that no artifact file outside it
+	// (paths relative to the root, slash-separated) changed since the last
+	// completed pass with Cache: those the cache knows are not even
+	// stat'ed. The watcher sets it from the events of a burst; nil stats
+	// every artifact.
+	Touched map[string]bool
 }
 
 // Result counts what a reconcile found and did.
@@ -123,6 +142,9 @@ type Result struct {
 	Events []learn.Event `json:"-"`
 	// Wrote lists the absolute paths this run wrote.
 	Wrote []string `json:"-"`
+	// CacheErr is set when the stat cache could not be written: nothing
+	// is lost (it is rebuilt), but a full disk deserves a warning.
+	CacheErr error `json:"-"`
 	// Inbox is what the drain of the inbox did before the pass.
 	Inbox inbox.Result `json:"inbox,omitzero"`
 	// Recorded counts the feedback events this pass appended
@@ -166,18 +188,50 @@ type State struct {
 	Head           string
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
+	// Verified holds the artifact files (relative paths) the stat cache
+	// proved unchanged: their content was not read (Files holds an empty
+	// placeholder) and every manifest entry naming them is a live,
+	// anchor-less entry whose hash the cached content matches.
+	Verified map[string]bool
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
 // are never opened.
-func Load(root string) (*State, error) {
+func Load(root string) (*State, error) { return LoadWith(root, nil) }
+
+// trustable lists, per manifest path, whether the stat cache may stand in
+// for reading it (every entry naming it is live and anchor-less: only its
+// hash is compared) and whether an entry stores a legacy hash.
+func trustable(entries []manifest.Entry) (trust, legacy map[string]bool) {
+	trust, legacy = map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		ok, seen := trust[e.Path]
+		trust[e.Path] = (ok || !seen) && e.AnchorID == "" && e.Deleted == nil
+		if manifest.IsLegacyHash(e.ContentHash) {
+			legacy[e.Path] = true
+		}
+	}
+	return trust, legacy
+}
+
+// LoadWith is Load with a stat cache (nil: none): a trustable artifact
+// whose stat the cache vouches for is not read (State.Verified); every
+// artifact that is read is recorded in the cache for the next pass.
+func LoadWith(root string, cache *statcache.Cache) (*State, error) {
+	return loadWith(root, cache, nil)
+}
+
+// loadWith is LoadWith trusting the cache without a stat for the files
+// outside touched (Options.Touched), when touched is not nil.
+func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
 	p := manifest.PathsFor(root)
 	log, err := manifest.ReadLog(p.Log)
 	if err != nil {
 		return nil, err
 	}
 	st := &State{Root: root, Log: log, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
-		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{}}
+		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
+		Verified: map[string]bool{}}
 	res := manifest.NewResolver(root)
 	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
 	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
@@ -209,7 +263,19 @@ func Load(root string) (*State, error) {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
 	}
-	read := func(p string) {
+	var trust, legacy map[string]bool
+	if cache != nil {
+		trust, legacy = trustable(st.Manifest.Entries)
+	}
+	// hashes lists the content hashes the manifest stores per path.
+	hashes := map[string][]string{}
+	for _, e := range st.Manifest.Entries {
+		if trust[e.Path] {
+			hashes[e.Path] = append(hashes[e.Path], e.ContentHash)
+		}
+	}
+	vouched := map[string]statcache.Entry{}
+	read := func(p string, useCache bool) {
 		abs, rel, err := res.Resolve(p)
 		if err != nil {
 			st.Refused[p] = err
@@ -219,10 +285,33 @@ func Load(root string) (*State, error) {
 		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
 			return
 		}
+		var before statcache.Stat
+		var statted bool
+		if useCache && touched != nil && !touched[rel] {
+			if ce, ok := cache.Untouched(rel); ok && verifiesAll(ce, hashes[p]) {
+				cache.Keep(rel, ce)
+				st.Files[rel], st.Verified[rel] = []byte{}, true
+				vouched[rel] = ce
+				return
+			}
+		}
+		if useCache {
+			before, statted = statcache.Lstat(abs)
+			if ce, ok := cache.Lookup(rel, before); statted && ok && verifiesAll(ce, hashes[p]) {
+				cache.Keep(rel, ce)
+				st.Files[rel], st.Verified[rel] = []byte{}, true
+				vouched[rel] = ce
+				return
+			}
+		}
 		b, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
 		switch {
 		case err == nil:
 			st.Files[rel] = b
+			if statted {
+				after, _ := statcache.Lstat(abs)
+				cache.Record(rel, before, after, b, legacy[p])
+			}
 		case safefs.IsRefused(err):
 			st.Refused[p] = err
 		case errors.Is(err, os.ErrNotExist):
@@ -240,15 +329,39 @@ func Load(root string) (*State, error) {
 	registered := map[string]bool{}
 	for _, e := range st.Manifest.Entries {
 		registered[e.ObservationID] = true
-		read(e.Path)
+		read(e.Path, cache != nil && trust[e.Path])
+	}
+	// Two manifest paths may name one file (a relative and an absolute
+	// spelling): every entry of a vouched-for file must be a live,
+	// anchor-less entry its cached content matches, else it is read.
+	for _, e := range st.Manifest.Entries {
+		rel, ok := st.Rel[e.Path]
+		if !ok || !st.Verified[rel] {
+			continue
+		}
+		if e.AnchorID == "" && e.Deleted == nil && statcache.Verifies(vouched[rel], e.ContentHash) {
+			continue
+		}
+		delete(st.Verified, rel)
+		delete(st.Files, rel)
+		read(e.Path, false)
 	}
 	// Created observations the manifest lost (absent, corrupt, or written
 	// by a tool that dropped them): their artifacts are read so that Plan
 	// can register them again.
-	for _, o := range log.Observations() {
+	// Only those lines are decoded (the scan knows id, status and path).
+	lost := log.Select(func(e manifest.LogEntry) bool {
+		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+	})
+	for _, o := range lost {
 		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
 			p, _, _ := strings.Cut(o.ArtifactPath, "#")
-			read(p)
+			if rel, ok := st.Rel[p]; ok && st.Verified[rel] {
+				// Rebuild hashes this file: its content is needed.
+				delete(st.Verified, rel)
+				delete(st.Files, rel)
+			}
+			read(p, false)
 		}
 	}
 	st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
@@ -443,6 +556,7 @@ func Plan(st *State, now time.Time) Result {
 		} else if b, ok := st.Files[rel]; ok {
 			current, legacy, found = b, b, true
 		}
+		verified := e.AnchorID == "" && st.Verified[rel]
 		key := artifactKey(rel, e.AnchorID)
 		if e.Deleted != nil {
 			// Penalised earlier: still gone, or back only because a
@@ -498,7 +612,7 @@ func Plan(st *State, now time.Time) Result {
 			kept = append(kept, e)
 			continue
 		}
-		if manifest.Unchanged(e.ContentHash, current, legacy) {
+		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
 			res.Unchanged++
 			res.Kept = append(res.Kept, o.ID)
 			res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
@@ -574,7 +688,10 @@ func rebuild(st *State, sections map[string][]markdown.Section, claimed map[stri
 	for _, e := range st.Manifest.Entries {
 		registered[e.ObservationID] = true
 	}
-	for _, o := range st.Log.Observations() {
+	lost := st.Log.Select(func(e manifest.LogEntry) bool {
+		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+	})
+	for _, o := range lost {
 		if o.Status != manifest.Created || o.ArtifactPath == "" || registered[o.ID] {
 			continue
 		}
@@ -727,7 +844,17 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 
 // reconcileLocked is Reconcile under the learning lock, the inbox drained.
 func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
-	st, err := Load(root)
+	cache := opts.Cache
+	if cache != nil {
+		cache.Begin(root)
+	} else if opts.StatCache != "" {
+		cache = statcache.Load(root, statcache.ModeOf(opts.StatCache))
+	}
+	var touched map[string]bool
+	if cache != nil {
+		touched = opts.Touched
+	}
+	st, err := loadWith(root, cache, touched)
 	if err != nil {
 		return Result{}, err
 	}
@@ -742,12 +869,12 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	st.Confirm = opts.Confirm
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
-	if opts.Stale != nil {
+	if opts.Staleness != nil {
 		var saved []marks
 		if !opts.MarkTracked {
 			saved = saveMarks(st.Log)
 		}
-		n, err := opts.Stale(root, st.Log)
+		n, err := stalePass(ctx, root, *opts.Staleness, st.Log)
 		// git is asked only when the pass changed a mark.
 		if marksChanged(saved) && Tracked(root, p.Log) {
 			restoreMarks(saved)
@@ -781,6 +908,11 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		} else {
 			res.Recorded = len(pass.Events)
 		}
+	}
+	if cache != nil {
+		// Disposable: a cache that cannot be written is rebuilt next time;
+		// the caller hears of it (a full disk), the result stands.
+		res.CacheErr = cache.Save(root)
 	}
 	if opts.Render {
 		rr, wrote, err := renderAfter(ctx, st, p, opts)
@@ -895,4 +1027,26 @@ func (r Result) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// stalePass checks the knowledge files and the log's observations against
+// HEAD (the working tree outside git), marks the stale observations in log
+// and returns the number of stale references.
+func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (int, error) {
+	rep, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	staleness.Mark(log, rep.Stale)
+	return len(rep.Stale), nil
+}
+
+// verifiesAll reports whether a cached content matches every stored hash.
+func verifiesAll(e statcache.Entry, stored []string) bool {
+	for _, h := range stored {
+		if !statcache.Verifies(e, h) {
+			return false
+		}
+	}
+	return len(stored) > 0
 }

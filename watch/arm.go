@@ -331,6 +331,10 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 		}
 		delete(w.own, name)
 	}
+	if w.touched == nil {
+		w.touched = map[string]bool{}
+	}
+	w.touched[w.rel(name)] = true
 	w.markPending(ev.Op.String()+" "+w.rel(name), false)
 }
 

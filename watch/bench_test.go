@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/engine"
 )
 
 // BenchmarkDeletionLatency measures event-to-penalty latency — from the
@@ -35,9 +35,9 @@ func BenchmarkDeletionLatency(b *testing.B) {
 	var took []time.Duration
 	r := start(b, root, Options{}, func(w *watcher) {
 		inner := w.reconcile
-		w.reconcile = func(ctx context.Context, root string, o heal.Options) (heal.Result, error) {
+		w.reconcile = func(ctx context.Context, o engine.Pass) (engine.Report, error) {
 			t0 := time.Now()
-			res, err := inner(ctx, root, o)
+			res, err := inner(ctx, o)
 			took = append(took, time.Since(t0))
 			select {
 			case id := <-victim:

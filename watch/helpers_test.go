@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -92,9 +93,9 @@ func start(tb testing.TB, root string, opts Options, setup func(w *watcher)) *ru
 	w := newWatcher(root, opts)
 	r := &run{tb: tb, root: root, w: w, done: make(chan error, 1)}
 	inner := w.reconcile
-	w.reconcile = func(ctx context.Context, root string, o heal.Options) (heal.Result, error) {
+	w.reconcile = func(ctx context.Context, o engine.Pass) (engine.Report, error) {
 		r.started.Add(1)
-		res, err := inner(ctx, root, o)
+		res, err := inner(ctx, o)
 		r.mu.Lock()
 		// Only the counts: a full Result of the 10,000-artifact benchmark
 		// holds megabytes.

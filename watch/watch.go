@@ -29,7 +29,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/learnwatch/learnwatch/config"
-	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -55,14 +55,6 @@ type Options struct {
 	// Reload: each receive re-reads .memory/learnwatch.yaml (wire SIGHUP
 	// to it). Flag overrides above are kept.
 	Reload <-chan struct{}
-	// Stale is passed to heal.Options.Stale: the hook point for the
-	// staleness pass (a reference in the knowledge base that points at a
-	// removed file). Nil: no staleness pass.
-	Stale func(root string, log *manifest.Log) (int, error)
-	// AfterReconcile, when set, is called (in the watcher's goroutine) with
-	// the result of every successful reconcile: the CLI appends its
-	// learning signals (deleted, edited) to .memory/feedback.jsonl.
-	AfterReconcile func(heal.Result)
 	// Feedback makes each reconcile record its learning signals (deleted,
 	// edited) in .memory/feedback.jsonl under the lock, exactly once
 	// (heal.Options.Feedback).
@@ -93,7 +85,7 @@ type settings struct {
 	lockTimeout                      time.Duration
 }
 
-type reconcileFunc func(ctx context.Context, root string, opts heal.Options) (heal.Result, error)
+type reconcileFunc func(ctx context.Context, p engine.Pass) (engine.Report, error)
 
 // watcher is one run of the reconciler. Everything but inject is owned by
 // the goroutine in run.
@@ -127,6 +119,16 @@ type watcher struct {
 
 	state State
 
+	// eng runs every pass (engine.Engine): the staleness pass, the
+	// learning signals and the policy refresh, like the CLI's reconcile.
+	// It is rebuilt when the config is (re)loaded.
+	eng *engine.Engine
+	// touched holds the watched files that had an event in the burst
+	// (engine.Pass.Touched); full is set when the burst needs every file
+	// checked (startup, rescan, overflow, a directory event, a reload).
+	touched map[string]bool
+	full    bool
+
 	// missing holds the artifacts reconcile found missing but was not yet
 	// allowed to call deleted, with when they were first seen missing;
 	// graceDue is when the first of them is due.
@@ -147,18 +149,23 @@ func newWatcher(root string, opts Options) *watcher {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &watcher{
-		root:      root,
-		paths:     manifest.PathsFor(root),
-		opts:      opts,
-		log:       log,
-		inject:    make(chan error, 16),
-		armed:     map[string]fileID{},
-		own:       map[string]fingerprint{},
-		reconcile: heal.Reconcile,
-		newFS:     fsnotify.NewWatcher,
+		root:   root,
+		paths:  manifest.PathsFor(root),
+		opts:   opts,
+		log:    log,
+		inject: make(chan error, 16),
+		armed:  map[string]fileID{},
+		own:    map[string]fingerprint{},
+		newFS:  fsnotify.NewWatcher,
 	}
 	w.add = func(p string) error { return w.fsw.Add(p) }
+	w.reconcile = w.pass
 	return w
+}
+
+// pass runs one reconcile pass through the watcher's engine.
+func (w *watcher) pass(ctx context.Context, p engine.Pass) (engine.Report, error) {
+	return w.eng.Reconcile(ctx, p)
 }
 
 // injectError delivers err as if it came from fsnotify's Errors channel.
@@ -207,6 +214,8 @@ func (w *watcher) loadSettings() error {
 		s.rescan = DefaultRescan
 	}
 	w.set = s
+	w.eng = engine.New(w.root, c, w.log)
+	w.full = true // a new engine's first pass checks every file
 	return nil
 }
 
@@ -336,6 +345,13 @@ func (w *watcher) fire(ctx context.Context) {
 		return
 	}
 	reason, thorough := w.reason, w.thorough
+	// Only the files with an event can have changed, unless events may
+	// have been lost or directories moved: then every file is checked.
+	touched := w.touched
+	if w.full || thorough || len(w.changed) > 0 || w.opts.Poll > 0 {
+		touched = nil
+	}
+	w.touched, w.full = map[string]bool{}, false
 	waited := time.Since(w.first)
 	w.first, w.last, w.reason, w.now, w.thorough = time.Time{}, time.Time{}, "", false, false
 	w.timer.Stop()
@@ -351,16 +367,20 @@ func (w *watcher) fire(ctx context.Context) {
 	start := time.Now()
 	// The signal context is not passed down: SIGTERM must not cut a write
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
-	res, err := w.reconcile(context.WithoutCancel(ctx), w.root, heal.Options{
-		LockTimeout: w.set.lockTimeout, Render: w.set.render, Stale: w.opts.Stale, Feedback: w.opts.Feedback,
-		Confirm: w.confirmed(start),
+	rep, err := w.reconcile(context.WithoutCancel(ctx), engine.Pass{
+		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(start),
+		Touched: touched,
 	})
+	res := rep.Result
 	took := time.Since(start)
 	w.recordOwn(res.Wrote)
 	if w.afterFire != nil {
 		defer w.afterFire()
 	}
 	if err != nil {
+		// The failed pass consumed the burst's events: the retry checks
+		// every file.
+		w.full = true
 		w.state.Counters.Errors++
 		w.state.LastError = err.Error()
 		if w.backoff == 0 {
@@ -383,8 +403,8 @@ func (w *watcher) fire(ctx context.Context) {
 	w.state.LastError = ""
 	w.trackMissing(res.Pending, time.Now())
 	defer w.schedule()
-	if w.opts.AfterReconcile != nil {
-		w.opts.AfterReconcile(res)
+	for _, warn := range rep.Warnings {
+		w.log.Warn("reconcile warning", "warning", warn)
 	}
 	w.state.Counters.Reconciles++
 	w.state.Counters.Deletions += res.Deletions

@@ -6,6 +6,7 @@
 //	go run ./bench/figures -scale     # plus the 1k..100k scaling table
 //	go run ./bench/figures -stale-files 0 -watch-n 0   # skip the slow rows
 //	go run ./bench/figures -devflow path/to/json-helper.cjs  # plus render vs devflow's render-ready
+//	go run ./bench/figures -devflow-reconcile path/to/json-helper.cjs  # plus the engine rows vs devflow's reconcile-manifest
 //
 // It builds the binary, generates deterministic fixtures (package fixture,
 // seed 1) in a temp dir and times whole processes, median of -runs.
@@ -60,6 +61,7 @@ func main() {
 		extra(bin, tmp)
 	}
 	devflowRenderRow(bin, tmp)
+	engineRows(bin, tmp)
 
 	if *scale {
 		scaleTable(bin, tmp)

@@ -18,6 +18,7 @@ func main() {
 	flag.IntVar(&s.Entries, "entries", 200, "knowledge entries (ADR and PF)")
 	flag.IntVar(&s.Ready, "ready", 0, "observations left ready to render")
 	flag.Uint64Var(&s.Seed, "seed", 1, "random seed")
+	flag.BoolVar(&s.Legacy, "legacy", false, "devflow's manifest: absolute paths and djb2 hashes (devflow's reconcile reads the same fixture)")
 	flag.StringVar(&dir, "dir", "", "target directory (must not exist or be empty)")
 	flag.Parse()
 	if dir == "" {

@@ -11,10 +11,6 @@ import (
 	"github.com/learnwatch/learnwatch/journal"
 )
 
-func init() {
-	register(newCompactCmd)
-}
-
 // newCompactCmd folds old feedback events into the journal's base line
 // (journal.CompactFeedback).
 func newCompactCmd(a *app) *cobra.Command {

@@ -11,21 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/exitcode"
-	"github.com/learnwatch/learnwatch/heal"
-	"github.com/learnwatch/learnwatch/index"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/render"
 	"github.com/learnwatch/learnwatch/textsafe"
 )
-
-func init() {
-	register(newObserveCmd)
-	register(newRenderCmd)
-	register(newReconcileCmd)
-	register(newIndexCmd)
-}
 
 // now is the clock of every command; LEARNWATCH_NOW (RFC3339) pins it for
 // tests and demos.
@@ -95,7 +86,8 @@ func newObserveCmd(a *app) *cobra.Command {
 
 // observe merges in under the learning lock, waiting at most wait.
 func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (res lifecycle.Result, err error) {
-	mult := policyMultiplier(a, root)
+	pol := a.policy(root)
+	mult := func(typ string) float64 { return engine.Multiplier(pol, typ) }
 	cfg.Lock.Timeout.Duration = wait
 	err = a.withLearningLock(root, cfg, func() error {
 		p := manifest.PathsFor(root)
@@ -122,7 +114,8 @@ func newRenderCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := render.Run(a.ctx, root, render.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Hold: policyHold(a, root)})
+			res, warn, err := a.engine(root, cfg).Render(a.ctx, now())
+			a.warn(warn)
 			a.reportDrain(res.Inbox)
 			if err != nil {
 				return err
@@ -191,32 +184,6 @@ func newReconcileCmd(a *app) *cobra.Command {
 	}
 }
 
-// reconcile runs heal.Reconcile with the staleness pass and the learning
-// engine's feedback wired in.
-// session marks the once-per-session reconcile (session-start hook), the
-// only one that records kept artifacts as helpful feedback.
-func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
-	return reconcileWith(a, root, cfg, session, heal.Options{})
-}
-
-// reconcileExplicit is the reconcile command's: a person asked for it, so
-// the staleness marks are written even into a log git tracks.
-func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, error) {
-	return reconcileWith(a, root, cfg, false, heal.Options{MarkTracked: true})
-}
-
-func reconcileWith(a *app, root string, cfg config.Config, session bool, opts heal.Options) (heal.Result, error) {
-	opts.Now, opts.LockTimeout, opts.Stale = now(), cfg.Lock.Timeout.Duration, staleHook(a, cfg)
-	opts.Feedback, opts.Session = true, session
-	res, err := heal.Reconcile(a.ctx, root, opts)
-	a.reportDrain(res.Inbox)
-	if err != nil {
-		return res, err
-	}
-	recordFeedback(a, root, cfg, res, opts.Now, opts.Session)
-	return res, nil
-}
-
 func newIndexCmd(a *app) *cobra.Command {
 	var budget int
 	var role string
@@ -251,24 +218,6 @@ func newIndexCmd(a *app) *cobra.Command {
 	cmd.Flags().IntVar(&budget, "budget", 0, "token budget (4 characters a token; default from config, 800)")
 	cmd.Flags().StringVar(&role, "role", "", "the consumer role: 800 tokens for an adversarial role (auditor, judge, sentinel), 500 for others")
 	return cmd
-}
-
-// buildIndex loads the knowledge entries, scores them and fits the budget.
-// log is the learning log when the caller has it in memory, else nil.
-func buildIndex(a *app, root string, cfg config.Config, budget int, log *manifest.Log) (index.Result, error) {
-	return buildIndexFor(a, root, cfg, budget, log, "")
-}
-
-// buildIndexFor is buildIndex for a consumer role (named in the header; the
-// evidence tags leave out "via" that role).
-func buildIndexFor(a *app, root string, cfg config.Config, budget int, log *manifest.Log, role string) (index.Result, error) {
-	entries, err := index.Load(root)
-	if err != nil {
-		return index.Result{}, err
-	}
-	entries, avoid := rankEntriesFor(a, root, cfg, entries, log, role)
-	entries = markStaleEntries(a, root, cfg, entries)
-	return index.BuildWith(entries, avoid, index.Options{Budget: budget, MinScore: minIndexScore, Role: role}), nil
 }
 
 // countBy returns counts of observations by a key, in sorted key order.

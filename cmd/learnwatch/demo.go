@@ -12,11 +12,8 @@ import (
 	"github.com/learnwatch/learnwatch/examples"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/render"
 	"github.com/learnwatch/learnwatch/staleness"
 )
-
-func init() { register(newDemoCmd) }
 
 func newDemoCmd(a *app) *cobra.Command {
 	var keep bool
@@ -101,7 +98,8 @@ func runDemo(a *app, dir string, keep bool) error {
 	_ = ores
 
 	say("Render every ready observation (learnwatch render)")
-	rres, err := render.Run(a.ctx, root, render.Options{Now: now(), LockTimeout: cfg.Lock.Timeout.Duration, Hold: policyHold(a, root)})
+	rres, warn, err := a.engine(root, cfg).Render(a.ctx, now())
+	a.warn(warn)
 	if err != nil {
 		return err
 	}

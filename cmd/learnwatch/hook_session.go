@@ -20,10 +20,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-func init() {
-	hookSubcommands = append(hookSubcommands, newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"))
-}
-
 // failOpen runs f under the hook's deadline (def, or $LEARNWATCH_HOOK_TIMEOUT),
 // turning any error or panic into one line on stderr: hook entry points
 // never block the agent or git because learnwatch broke or was given a

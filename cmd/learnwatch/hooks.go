@@ -18,18 +18,6 @@ import (
 	"github.com/learnwatch/learnwatch/hooks"
 )
 
-func init() {
-	register(newHookCmd)
-	register(newHooksCmd)
-	register(newCiteCmd)
-	hookSubcommands = append(hookSubcommands, newStopHook)
-}
-
-// hookSubcommands build the subcommands of `learnwatch hook`; files add to
-// it in init. The list is read when the command tree is built (after every
-// init has run), so the order of the files does not matter.
-var hookSubcommands []func(a *app) *cobra.Command
-
 // newHookCmd is `learnwatch hook <name>`: the entry points git and the agent
 // call.
 func newHookCmd(a *app) *cobra.Command {
@@ -44,7 +32,7 @@ func newHookCmd(a *app) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	for _, f := range hookSubcommands {
+	for _, f := range hookSubcommands() {
 		c.AddCommand(f(a))
 	}
 	return c

@@ -12,8 +12,6 @@ import (
 	"github.com/learnwatch/learnwatch/scaffold"
 )
 
-func init() { register(newInitCmd) }
-
 // initResult is the --json output of init.
 type initResult struct {
 	scaffold.Result

@@ -25,33 +25,6 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
-// knowledgeCandidates lists the entries the learning engine can name: the
-// knowledge files' ADR/PF sections and the log's observations, as plain
-// data (ID, Type, Title, Pattern, Text…). Used to give cited entries their
-// type, to match validator false positives and to label reports. Rewired
-// by the core to the real files; nil means "unknown" (types then come from
-// the ID prefix).
-var knowledgeCandidates = func(a *app, root string) ([]learn.Candidate, error) { return nil, nil }
-
-func init() {
-	register(newOutcomeCmd)
-	register(newVerdictCmd)
-	register(newPromoteCmd)
-	register(newDeprecateCmd)
-	register(newApproveCmd)
-	register(newPolicyCmd)
-	register(newReportCmd)
-}
-
-// candidates calls knowledgeCandidates, warning (not failing) on error.
-func (a *app) candidates(root string) []learn.Candidate {
-	c, err := knowledgeCandidates(a, root)
-	if err != nil {
-		a.log.Warn("could not list knowledge entries; types come from entry ids", "err", err)
-	}
-	return c
-}
-
 // withLearningLock runs fn holding .memory/.learning.lock.
 func (a *app) withLearningLock(root string, cfg config.Config, fn func() error) error {
 	lock, res, err := inbox.Lock(a.ctx, root, cfg.Lock.Timeout.Duration)

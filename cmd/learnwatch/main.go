@@ -19,8 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/exitcode"
-	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/textsafe"
@@ -42,17 +42,38 @@ type app struct {
 	log    *slog.Logger
 	ctx    context.Context
 
-	// feedbackFold is the feedback journal's fold the session start's
-	// policy refresh made; the ranking reuses it while the journal is
-	// unchanged (journal.Folded.Current), so the journal is folded once.
-	feedbackFold *journal.Folded
+	// engines holds the engine of each root this command works on.
+	engines map[string]*engine.Engine
 }
 
-// commands registers subcommands; each file adds its own in init so that
-// files do not have to share a list.
-var commands []func(a *app) *cobra.Command
+// commands lists the subcommands of learnwatch, built explicitly (no
+// package-level registration in init): a new command file adds its
+// constructor here.
+func commands() []func(a *app) *cobra.Command {
+	return []func(a *app) *cobra.Command{
+		newObserveCmd, newRenderCmd, newReconcileCmd, newIndexCmd,
+		newDemoCmd,
+		newHookCmd, newHooksCmd, newCiteCmd,
+		newInitCmd,
+		newOutcomeCmd, newVerdictCmd, newPromoteCmd, newDeprecateCmd, newApproveCmd, newPolicyCmd, newReportCmd, newCompactCmd,
+		newStatusCmd, newListCmd, newReviewCmd, newPurgeCmd, newClearCmd, newHudCmd,
+		newMergeDriverCmd,
+		newStaleCmd,
+		newVersionCmd,
+		newWatchCmd,
+		newRestoreCmd, newResolveCmd, newEditCmd,
+	}
+}
 
-func register(f func(a *app) *cobra.Command) { commands = append(commands, f) }
+// hookSubcommands lists the subcommands of `learnwatch hook`.
+func hookSubcommands() []func(a *app) *cobra.Command {
+	return []func(a *app) *cobra.Command{
+		newSessionStartHook, newReconcileHook("post-checkout"), newReconcileHook("post-merge"),
+		newStopHook,
+		newPostRewriteHook,
+		newPreCommitHook,
+	}
+}
 
 func main() {
 	// LEARNWATCH_CPUPROFILE=file writes a CPU profile of the whole command
@@ -159,7 +180,7 @@ actually keep, and turns deletions and edits into learning signal.`,
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text or json")
 	pf.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging on stderr")
 	pf.BoolVarP(&a.quiet, "quiet", "q", false, "print only errors (and the --json object): for hooks and scripts")
-	for _, f := range commands {
+	for _, f := range commands() {
 		root.AddCommand(f(a))
 	}
 	applyHelp(root)

@@ -16,15 +16,6 @@ import (
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
-func init() {
-	register(newStatusCmd)
-	register(newListCmd)
-	register(newReviewCmd)
-	register(newPurgeCmd)
-	register(newClearCmd)
-	register(newHudCmd)
-}
-
 // readLog reads the log without the lock (readers see a whole file thanks
 // to atomic replacement).
 func (a *app) readLog() (string, *manifest.Log, error) {

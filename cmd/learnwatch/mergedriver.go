@@ -14,13 +14,12 @@ import (
 	"github.com/learnwatch/learnwatch/merge"
 )
 
-func init() {
-	register(newMergeDriverCmd)
-	hookSubcommands = append(hookSubcommands, func(a *app) *cobra.Command {
-		c := newReconcileHook("post-rewrite")(a)
-		c.Example = "  learnwatch hook post-rewrite rebase   # run by git after a rebase or an amend"
-		return c
-	})
+// newPostRewriteHook is `learnwatch hook post-rewrite`: a reconcile hook
+// with its own example.
+func newPostRewriteHook(a *app) *cobra.Command {
+	c := newReconcileHook("post-rewrite")(a)
+	c.Example = "  learnwatch hook post-rewrite rebase   # run by git after a rebase or an amend"
+	return c
 }
 
 // maxMergeInput bounds each version a merge driver reads.

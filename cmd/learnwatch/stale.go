@@ -4,10 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -15,15 +12,9 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/deadline"
 	"github.com/learnwatch/learnwatch/exitcode"
-	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
 	"github.com/learnwatch/learnwatch/textsafe"
 )
-
-func init() {
-	register(newStaleCmd)
-	hookSubcommands = append(hookSubcommands, newPreCommitHook)
-}
 
 func newStaleCmd(a *app) *cobra.Command {
 	var staged, fail, explain bool
@@ -97,61 +88,16 @@ in docs/adr, doc/adr, docs/decisions and every KNOWLEDGE.md. --explain (or
 	return c
 }
 
-// staleScan runs the scan under the learning lock and writes the log when
-// Mark changed it. Without a .memory directory there is nothing to scan
-// and nothing is created. A read-only .memory (the lock cannot be taken,
-// or the log cannot be written) still gets the report: readOnly is set and
-// nothing is marked.
+// staleScan runs the engine's stale pass (the scan under the learning
+// lock, the marks written; a read-only .memory gets the report, readOnly
+// set, nothing marked).
 func (a *app) staleScan(root string, chk *staleness.Checker, cfg config.Config, explain bool) (rep staleness.Report, marked int, readOnly bool, err error) {
-	paths := manifest.PathsFor(root)
-	opts := staleness.OptionsFor(cfg.Staleness)
-	opts.Explain = explain
-	if fi, err := os.Stat(paths.Memory); err != nil || !fi.IsDir() {
-		rep, err := staleness.Scan(root, chk, nil, opts)
-		return rep, 0, false, exitcode.Wrap(exitcode.IO, err)
-	}
-	err = a.withLearningLock(root, cfg, func() error {
-		log, err := manifest.ReadLog(paths.Log)
-		if err != nil {
-			return err
-		}
-		if rep, err = staleness.Scan(root, chk, log, opts); err != nil {
-			return err
-		}
-		if err := chk.SaveCache(); err != nil {
-			// A disposable cache: the next run computes it again.
-			a.log.Debug("staleness cache not written", "err", err)
-		}
-		marked = staleness.Mark(log, rep.Stale)
-		if log.Changed() {
-			if err := manifest.WriteLog(paths.Log, log); err != nil {
-				if !readOnlyErr(err) {
-					return err
-				}
-				readOnly, marked = true, 0
-			}
-		}
-		return nil
-	})
-	if err != nil && readOnlyErr(err) {
-		// No lock without write access: a check reads, it does not mark.
-		log, lerr := manifest.ReadLog(paths.Log)
-		if lerr != nil {
-			return rep, 0, false, exitcode.Wrap(exitcode.IO, lerr)
-		}
-		rep, err = staleness.Scan(root, chk, log, opts)
-		return rep, 0, true, exitcode.Wrap(exitcode.IO, err)
-	}
+	res, err := a.engine(root, cfg).Stale(a.ctx, chk, explain)
+	a.reportDrain(res.Inbox)
 	if err != nil {
-		return rep, 0, false, exitcode.Wrap(exitcode.IO, err)
+		return res.Report, 0, false, exitcode.Wrap(exitcode.IO, err)
 	}
-	return rep, marked, readOnly, nil
-}
-
-// readOnlyErr reports an error that only says the file system refuses
-// writes.
-func readOnlyErr(err error) bool {
-	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+	return res.Report, res.Marked, res.ReadOnly, nil
 }
 
 // printResolutions lists how each reference resolved (stale --explain).
@@ -250,15 +196,10 @@ func newPreCommitHook(a *app) *cobra.Command {
 					return err
 				}
 				cfg := a.hookConfig(root)
-				log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+				rep, v, err := a.engine(root, cfg).PreCommit(a.ctx)
 				if err != nil {
 					return err
 				}
-				rep, err := staleness.ScanTreeContext(a.ctx, root, staleness.PreCommit, cfg.Staleness, log)
-				if err != nil {
-					return err
-				}
-				v := staleness.Judge(rep.Stale, log)
 				if a.jsonOut {
 					out := struct {
 						Checked int `json:"checked"`

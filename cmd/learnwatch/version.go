@@ -8,18 +8,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(func(a *app) *cobra.Command {
-		return &cobra.Command{
-			Use:   "version",
-			Short: "Print the version (module version, VCS revision and time of the build)",
-			Args:  cobra.NoArgs,
-			RunE: func(*cobra.Command, []string) error {
-				info := buildVersion()
-				return a.emit(info, func(w io.Writer) { fmt.Fprintln(w, "learnwatch", versionString()) })
-			},
-		}
-	})
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version (module version, VCS revision and time of the build)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			info := buildVersion()
+			return a.emit(info, func(w io.Writer) { fmt.Fprintln(w, "learnwatch", versionString()) })
+		},
+	}
+
 }
 
 // versionInfo is what the Go toolchain recorded about this build.

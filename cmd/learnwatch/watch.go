@@ -6,22 +6,19 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/exitcode"
-	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/watch"
 )
 
-func init() {
-	register(func(a *app) *cobra.Command {
-		var opts watch.Options
-		cmd := &cobra.Command{
-			Use:   "watch",
-			Short: "Reconcile continuously: react to deleted and edited artifacts as they happen",
-			Long: `watch runs until SIGINT or SIGTERM, reconciling the moment a rendered
+func newWatchCmd(a *app) *cobra.Command {
+	var opts watch.Options
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Reconcile continuously: react to deleted and edited artifacts as they happen",
+		Long: `watch runs until SIGINT or SIGTERM, reconciling the moment a rendered
 artifact, a knowledge file, the learning log or the manifest changes. A burst
 of events (a git checkout, an editor's save) becomes one reconcile after the
 debounce window; a steady stream is reconciled at least every --max-delay.
@@ -36,68 +33,66 @@ Settings (.memory/learnwatch.yaml): watch.debounce (200ms), watch.max_delay
 (2s), watch.render (false: also render ready observations), watch.rescan
 (30s: full reconciles, only while the inotify limits keep directories
 unwatched), lock.timeout (10s).`,
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				if a.jsonOut {
-					return exitcode.Bad("watch prints no result object; for machine-readable logs use --log-format json")
-				}
-				root, cfg, err := a.setup()
-				if err != nil {
-					return err
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.jsonOut {
+				return exitcode.Bad("watch prints no result object; for machine-readable logs use --log-format json")
+			}
+			root, _, err := a.setup() // bad YAML is bad input before the watcher starts
+			if err != nil {
+				return err
+			}
+			for name, d := range map[string]float64{"--debounce": opts.Debounce.Seconds(), "--max-delay": opts.MaxDelay.Seconds(),
+				"--poll": opts.Poll.Seconds(), "--grace": opts.Grace.Seconds()} {
+				if d < 0 {
+					return exitcode.Bad("%s must not be negative", name)
 				}
 				// A watcher started in the wrong directory must not
 				// create a memory there.
 				if fi, err := os.Lstat(filepath.Join(root, ".memory")); err != nil || !fi.IsDir() {
 					return exitcode.Bad("%s has no .memory/ directory: run learnwatch init there first, or pass --root (watch creates nothing)", root)
 				}
-				for name, d := range map[string]float64{"--debounce": opts.Debounce.Seconds(), "--max-delay": opts.MaxDelay.Seconds(),
-					"--poll": opts.Poll.Seconds(), "--grace": opts.Grace.Seconds()} {
-					if d < 0 {
-						return exitcode.Bad("%s must not be negative", name)
+			}
+			opts.Log = watchLogger(a)
+			// Like `learnwatch reconcile` (the watcher's engine runs the
+			// staleness pass and the policy refresh): the deletion/edit
+			// signals go into the feedback journal (kept artifacts count
+			// once per session, not per watcher reconcile).
+			opts.Feedback = true
+
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			reload := make(chan struct{}, 1)
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-hup:
+						select {
+						case reload <- struct{}{}:
+						default: // one reload pending is enough
+						}
+					case <-done:
+						return
 					}
 				}
-				opts.Log = watchLogger(a)
-				// Like `learnwatch reconcile`: the staleness pass, and the
-				// deletion/edit signals into the feedback journal (kept
-				// artifacts count once per session, not per watcher
-				// reconcile).
-				opts.Stale = staleHook(a, cfg)
-				opts.Feedback = true
-				opts.AfterReconcile = func(res heal.Result) { recordFeedback(a, root, cfg, res, time.Now(), false) }
+			}()
+			opts.Reload = reload
 
-				hup := make(chan os.Signal, 1)
-				signal.Notify(hup, syscall.SIGHUP)
-				defer signal.Stop(hup)
-				reload := make(chan struct{}, 1)
-				done := make(chan struct{})
-				defer close(done)
-				go func() {
-					for {
-						select {
-						case <-hup:
-							select {
-							case reload <- struct{}{}:
-							default: // one reload pending is enough
-							}
-						case <-done:
-							return
-						}
-					}
-				}()
-				opts.Reload = reload
+			// A second watcher (*watch.RunningError), or one that
+			// cannot take .memory/.watch.pid: exit 3.
+			return exitcode.Wrap(exitcode.IO, watch.Run(a.ctx, root, opts))
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&opts.Debounce, "debounce", 0, "quiet time after the last event before reconciling (default: watch.debounce, 200ms)")
+	f.DurationVar(&opts.MaxDelay, "max-delay", 0, "longest a stream of events may postpone a reconcile (default: watch.max_delay, 2s)")
+	f.DurationVar(&opts.Grace, "grace", 0, "how long an artifact must stay missing before it counts as deleted (default: watch.grace, 2s)")
+	f.DurationVar(&opts.Poll, "poll", 0, "also reconcile every D, for file systems whose changes inotify does not see (default off)")
+	return cmd
 
-				// A second watcher (*watch.RunningError), or one that
-				// cannot take .memory/.watch.pid: exit 3.
-				return exitcode.Wrap(exitcode.IO, watch.Run(a.ctx, root, opts))
-			},
-		}
-		f := cmd.Flags()
-		f.DurationVar(&opts.Debounce, "debounce", 0, "quiet time after the last event before reconciling (default: watch.debounce, 200ms)")
-		f.DurationVar(&opts.MaxDelay, "max-delay", 0, "longest a stream of events may postpone a reconcile (default: watch.max_delay, 2s)")
-		f.DurationVar(&opts.Grace, "grace", 0, "how long an artifact must stay missing before it counts as deleted (default: watch.grace, 2s)")
-		f.DurationVar(&opts.Poll, "poll", 0, "also reconcile every D, for file systems whose changes inotify does not see (default off)")
-		return cmd
-	})
 }
 
 // watchLogger is the daemon's logger: like the root's (stderr,

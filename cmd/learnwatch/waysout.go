@@ -17,12 +17,6 @@ import (
 
 // The ways out of a penalty or a review flag: restore, resolve, edit.
 
-func init() {
-	register(newRestoreCmd)
-	register(newResolveCmd)
-	register(newEditCmd)
-}
-
 func newRestoreCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restore OBS_ID",

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine"
+	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/index"
+	"github.com/learnwatch/learnwatch/learn"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/watch"
+)
+
+// Every pass runs through package engine; the functions here only open it
+// with the command's root, config and clock and print what it reports.
+
+var getenv = os.Getenv
+
+// engine opens the memory of root for a pass.
+//
+// One engine per root for the whole command: the session-start hook's
+// reconcile and its index share it, so the ranking reuses the feedback fold
+// the reconcile's policy refresh made (the journal is folded once) and the
+// stat cache is loaded once. The first caller's configuration is the
+// engine's.
+func (a *app) engine(root string, cfg config.Config) *engine.Engine {
+	if e, ok := a.engines[root]; ok {
+		return e
+	}
+	e := engine.New(root, cfg, a.log)
+	if a.engines == nil {
+		a.engines = map[string]*engine.Engine{}
+	}
+	a.engines[root] = e
+	return e
+}
+
+// warn prints warnings a pass returned, one line each.
+func (a *app) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "learnwatch: %s\n", w)
+	}
+}
+
+// reconcile runs one engine pass. session marks the once-per-session pass
+// (session-start hook), the only one that records kept artifacts as
+// helpful feedback.
+func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Result, error) {
+	return runPass(a, root, cfg, engine.Pass{Session: session})
+}
+
+// reconcileExplicit is the reconcile command's: a person asked for it, so
+// the staleness marks are written even into a log git tracks.
+func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, error) {
+	return runPass(a, root, cfg, engine.Pass{MarkTracked: true})
+}
+
+func runPass(a *app, root string, cfg config.Config, p engine.Pass) (heal.Result, error) {
+	p.Now = now()
+	rep, err := a.engine(root, cfg).Reconcile(a.ctx, p)
+	a.reportDrain(rep.Inbox)
+	if err != nil {
+		return rep.Result, err
+	}
+	a.warn(rep.Warnings)
+	return rep.Result, nil
+}
+
+// buildIndex builds the ranked session index; log is the learning log when
+// the caller has it in memory, else nil.
+func buildIndex(a *app, root string, cfg config.Config, budget int, log *manifest.Log) (index.Result, error) {
+	return buildIndexFor(a, root, cfg, budget, log, "")
+}
+
+// buildIndexFor is buildIndex for a consumer role.
+func buildIndexFor(a *app, root string, cfg config.Config, budget int, log *manifest.Log, role string) (index.Result, error) {
+	res, warn, err := a.engine(root, cfg).Index(engine.IndexOptions{Now: now(), Budget: budget, Role: role, Log: log})
+	a.warn(warn)
+	return res, err
+}
+
+// policy reads the policy overlays, printing a broken file's warning.
+func (a *app) policy(root string) learn.Policy {
+	p, warn := a.engine(root, config.Default()).Policy()
+	a.warn(warn)
+	return p
+}
+
+// candidates lists the entries the learning engine can name (the knowledge
+// files' ADR/PF sections and the log's observations): used to give cited
+// entries their type, to match validator false positives and to label
+// reports. An error is a warning and no candidates (types then come from
+// the entry ids).
+func (a *app) candidates(root string) []learn.Candidate {
+	cfg, err := config.Load(root)
+	if err != nil {
+		cfg = config.Default()
+	}
+	c, err := a.engine(root, cfg).Candidates()
+	if err != nil {
+		a.log.Warn("could not list knowledge entries; types come from entry ids", "err", err)
+	}
+	return c
+}
+
+// recordCitations records the entries an agent cited as helpful feedback.
+func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
+	if err := a.engine(root, config.Default()).RecordCitations(counts, at); err != nil {
+		fmt.Fprintf(a.stderr, "learnwatch: citations not recorded as feedback: %v\n", err)
+	}
+}
+
+// watcherStatus describes the watcher of root from its state file, nil
+// when none ever ran.
+func watcherStatus(root string) map[string]any {
+	st, running, err := watch.ReadState(root)
+	if err != nil || st.PID == 0 {
+		return nil
+	}
+	var sum string
+	if running {
+		sum = fmt.Sprintf("running (pid %d) since %s, %d directories watched", st.PID, ago(st.StartedAt, now()), st.Watches)
+	} else {
+		sum = fmt.Sprintf("not running (last pid %d, stopped %s)", st.PID, ago(st.StoppedAt, now()))
+	}
+	c := st.Counters
+	sum += fmt.Sprintf("; last reconcile %s; %d reconciles, %d deletions, %d edits, %d healed, %d overflows, %d errors",
+		ago(st.LastReconcileAt, now()), c.Reconciles, c.Deletions, c.Edits, c.Healed, c.Overflows, c.Errors)
+	if st.WatchLimitHit {
+		sum += fmt.Sprintf("; inotify watch limit hit (%d directories unwatched): rescanning every watch.rescan", st.Unwatched)
+	}
+	if st.LastError != "" {
+		sum += "; last error: " + st.LastError
+	}
+	return map[string]any{"running": running, "state": st, "summary": sum}
+}
+
+type reviewExtra struct {
+	json  map[string]any
+	lines []string
+}
+
+// reviewExtras adds what other passes flag for review: regressions of the
+// learning engine, stale knowledge, knowledge-capacity notifications and
+// policy overlays older than 30 days.
+func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
+	x := reviewExtra{json: map[string]any{}}
+	cfg, cfgErr := config.Load(root)
+	eng := a.engine(root, cfg)
+	if reg, err := eng.Regressions(now()); err == nil && len(reg) > 0 {
+		x.json["regressions"] = reg
+		for _, id := range reg {
+			x.lines = append(x.lines, fmt.Sprintf("%s: regression — reinforced 3+ times, now flagged as a false positive", id))
+		}
+	}
+	if cfgErr == nil {
+		if st, err := eng.StaleKnowledge(log); err == nil && len(st) > 0 {
+			x.json["stale_knowledge"] = st
+			for _, f := range st {
+				line := fmt.Sprintf("%s references %s (%s)", findingWhere(f), f.Ref, f.Reason)
+				if f.RenamedTo != "" {
+					line += ", renamed to " + f.RenamedTo
+				}
+				x.lines = append(x.lines, line)
+			}
+		} else if err != nil {
+			a.log.Debug("staleness check skipped in review", "err", err)
+		}
+	}
+	if notices := capacityNotices(a, root); len(notices) > 0 {
+		x.json["notifications"] = notices
+		for _, n := range notices {
+			x.lines = append(x.lines, capacityLine(n))
+		}
+	}
+	if ib, lines := inboxReview(root, time.Now()); ib != nil {
+		x.json["inbox"] = ib
+		x.lines = append(x.lines, lines...)
+	}
+	p := a.policy(root)
+	if old := learn.StaleOverlays(p, now()); len(old) > 0 {
+		x.json["stale_overlays"] = old
+		for _, t := range old {
+			x.lines = append(x.lines, fmt.Sprintf("policy overlay for %s is older than 30 days: check it (learnwatch policy), reset with learnwatch policy reset %s", t, t))
+		}
+	}
+	return x
+}

@@ -1,0 +1,184 @@
+// Package engine owns a pass over a repository's memory: it opens the
+// memory of one root with its configuration and runs the passes every entry
+// point shares — reconcile (heal: deletions, edits, self-heal, the inbox
+// drain), the staleness pass under the same lock, the learning signals into
+// the feedback journal and the policy refresh they call for, and render
+// when asked — and it builds what the passes feed: the ranked session
+// index and the learning candidates. Commands, git hooks, the session-start
+// hook and the watcher all run their passes through an Engine; cmd only
+// parses flags and prints what a pass reports.
+//
+// The decisions stay in the packages that own them (heal.Plan, learn,
+// staleness, index); this package is the I/O edge that feeds them and
+// collects their results. Warnings a person should see are returned as
+// data (Report.Warnings), never printed here.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/render"
+)
+
+// Engine is the memory of one repository root with its configuration. It
+// holds no open files; an Engine is cheap and a long-running process (the
+// watcher) keeps one across passes.
+type Engine struct {
+	root string
+	cfg  config.Config
+	log  *slog.Logger
+	// cache is the stat cache, loaded by the first pass and kept in
+	// memory for the next ones.
+	cache *statcache.Cache
+	// failed is set when the last pass failed: the files it was told
+	// about are lost, so the next pass checks every file.
+	failed bool
+	// folded is the feedback fold of the last policy refresh: the ranking
+	// that follows a session start reuses it while the journal is
+	// unchanged, so a session start folds the journal once.
+	folded *journal.Folded
+}
+
+// New opens the memory of root with cfg (config.Load(root) or
+// config.Default()). log receives debug detail; nil discards it.
+func New(root string, cfg config.Config, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{root: root, cfg: cfg, log: log, cache: statcache.Open(statcache.ModeOf(cfg.Engine.CheckStat))}
+}
+
+// Root is the repository root the engine works on.
+func (e *Engine) Root() string { return e.root }
+
+// Config is the configuration the engine runs with.
+func (e *Engine) Config() config.Config { return e.cfg }
+
+// Pass says what one reconcile pass runs and on whose behalf.
+type Pass struct {
+	// Now is the pass's clock (zero: time.Now()).
+	Now time.Time
+	// Session marks the once-per-session pass (session-start hook), the
+	// only one that records kept artifacts as helpful feedback, at most
+	// once per UTC day.
+	Session bool
+	// MarkTracked writes staleness marks even into a learning log git
+	// tracks: a person asked for the pass (the reconcile command).
+	MarkTracked bool
+	// Render also renders ready observations (the watcher's watch.render).
+	Render bool
+	// Confirm, when non-nil, holds the missing artifacts that may be
+	// called deleted (the watcher's grace window; heal.Options.Confirm).
+	Confirm map[string]bool
+	// NoFeedback leaves the feedback journal alone (tests and tools that
+	// only want the reconcile's counts).
+	NoFeedback bool
+	// NoStatCache reads every artifact (the stat cache is neither read nor
+	// written); results are the same either way.
+	NoStatCache bool
+	// Touched, when non-nil, holds the only artifact files (relative to
+	// the root, slash-separated) that may have changed since this engine's last pass: the
+	// watcher's events of a burst. The others are neither read nor
+	// stat'ed when the stat cache knows them. Nil checks every file.
+	Touched map[string]bool
+}
+
+// Report is what a pass found and did: heal's result plus the warnings a
+// person should read (a policy not refreshed, a broken policy file).
+type Report struct {
+	heal.Result
+	Warnings []string `json:"-"`
+}
+
+// Reconcile runs one pass: heal with the staleness pass under its lock and
+// the learning signals recorded exactly once, then the policy refresh when
+// the pass recorded feedback. A failed refresh is a warning, not an error:
+// the reconcile itself has been written.
+func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
+	var rep Report
+	opts := heal.Options{
+		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,
+		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
+		Feedback: !p.NoFeedback, Session: p.Session,
+		Confirm: p.Confirm, Render: p.Render,
+		Cache: e.cache, Touched: p.Touched,
+	}
+	if p.NoStatCache {
+		opts.Cache, opts.Touched = nil, nil
+	}
+	if e.failed {
+		opts.Touched = nil
+	}
+	if p.Render {
+		pol, warn := e.Policy()
+		rep.Warnings = append(rep.Warnings, warn...)
+		opts.Hold = holdFor(pol)
+	}
+	res, err := heal.Reconcile(ctx, e.root, opts)
+	e.failed = err != nil
+	rep.Result = res
+	if res.CacheErr != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", res.CacheErr))
+	}
+	if err != nil {
+		return rep, err
+	}
+	if res.Recorded+res.Inbox.Feedback > 0 {
+		_, f, err := journal.RefreshPolicyFolded(ctx, e.root, p.Now, e.cfg.Lock.Timeout.Duration, learn.ParamsFrom(e.cfg.Learn))
+		switch {
+		case err != nil:
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("policy not refreshed: %v", err))
+		default:
+			if f.SnapshotErr != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("fold snapshot not saved: %v", f.SnapshotErr))
+			}
+			e.folded = &f
+		}
+	}
+	return rep, nil
+}
+
+// Render renders every ready observation, holding those a policy overlay
+// keeps for approval. The warnings are a broken policy file's.
+func (e *Engine) Render(ctx context.Context, now time.Time) (render.Result, []string, error) {
+	pol, warn := e.Policy()
+	res, err := render.Run(ctx, e.root, render.Options{Now: now, LockTimeout: e.cfg.Lock.Timeout.Duration, Hold: holdFor(pol)})
+	return res, warn, err
+}
+
+// Policy reads the policy overlays; a broken policy file is a warning and
+// no overlay.
+func (e *Engine) Policy() (learn.Policy, []string) {
+	p, err := journal.LoadPolicy(e.root)
+	if err != nil {
+		return p, []string{fmt.Sprintf("%v (ignoring policy overlays)", err)}
+	}
+	return p, nil
+}
+
+// Multiplier is the promote-threshold multiplier per observation type
+// under policy p (1 without an overlay).
+func Multiplier(p learn.Policy, typ string) float64 {
+	if o, ok := p.Overlays[typ]; ok && o.ThresholdMultiplier > 0 {
+		return o.ThresholdMultiplier
+	}
+	return 1
+}
+
+// holdFor reports whether render must hold an observation for approval
+// under policy p.
+func holdFor(p learn.Policy) func(*manifest.Observation) bool {
+	return func(o *manifest.Observation) bool { return learn.Held(p, o.Type, o.ID) }
+}

@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/gitdiff"
+	"github.com/learnwatch/learnwatch/index"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/staleness"
+)
+
+// IndexOptions shape the session index.
+type IndexOptions struct {
+	Now    time.Time
+	Budget int // tokens (4 characters a token)
+	// Role is the consumer role: named in the header, and the evidence
+	// tags leave out "via" that role.
+	Role string
+	// Log is the learning log when the caller has it in memory (the
+	// session-start pass's), else nil: it is read from disk.
+	Log *manifest.Log
+}
+
+// Index loads the knowledge entries, ranks them with the learning engine
+// (feedback, maturity, recency, the branch's changed files), marks those
+// with a stale file reference and fits them to the budget. The warnings
+// are for a person (ranking without feedback).
+func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
+	entries, err := index.Load(e.root)
+	if err != nil {
+		return index.Result{}, nil, err
+	}
+	entries, avoid, warn := e.Rank(entries, o.Log, o.Role, o.Now)
+	entries = e.markStale(entries)
+	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), warn, nil
+}
+
+// Rank scores index entries with the learning engine and returns them with
+// their scores and evidence tags for role, plus the anti-pattern lines.
+// log is the learning log when the caller has it, else nil.
+func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
+	var warn []string
+	params := learn.ParamsFrom(e.cfg.Learn)
+	// The fold of the policy refresh this engine just made, while the
+	// journal is unchanged; else the journal folded from its snapshot
+	// (only the tail appended since is read).
+	var folded journal.Folded
+	var err error
+	if f := e.folded; f != nil && f.Current(e.root) {
+		folded = *f
+		folded.Stats, folded.SnapshotErr = f.StatsAt(now, params), nil
+	} else if folded, err = journal.FoldFeedback(e.root, now, params); err != nil {
+		warn = append(warn, fmt.Sprintf("%v (ranking without feedback)", err))
+		folded.Stats = map[string]learn.Stats{}
+	}
+	if folded.SnapshotErr != nil {
+		warn = append(warn, fmt.Sprintf("fold snapshot not saved: %v", folded.SnapshotErr))
+	}
+	stats := folded.Stats
+	if log == nil {
+		log, _ = manifest.ReadLog(manifest.PathsFor(e.root).Log)
+	}
+	if log == nil {
+		log = &manifest.Log{}
+	}
+	usage, _ := manifest.ReadUsage(manifest.PathsFor(e.root).Usage)
+	cands := make([]learn.Candidate, len(entries))
+	for i, en := range entries {
+		cands[i] = candidateOf(en, log, usage, e.cfg.Staleness)
+	}
+	ranked := learn.RankWith(cands, stats, now, e.changedFiles(), params)
+	score := map[string]float64{}
+	for _, r := range ranked {
+		score[r.ID] = r.Score
+	}
+	out := make([]index.Entry, 0, len(entries))
+	for _, en := range entries {
+		if s, ok := score[en.ID]; ok {
+			en.Score = s
+			en.Tags = learn.EvidenceTags(stats[en.ID], role)
+		} else {
+			en.Score = 0 // dropped by the ranking (deprecated or decayed)
+		}
+		out = append(out, en)
+	}
+	var avoid []string
+	// Observations are anti-pattern candidates too: an AVOID line names the
+	// observation's pattern, not its id.
+	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log)...)) {
+		avoid = append(avoid, ap.Text)
+	}
+	return out, avoid, warn
+}
+
+// Candidates lists the knowledge entries and the log's workflow and
+// procedural observations as plain data for the learning engine (the ids
+// feedback may name).
+func (e *Engine) Candidates() ([]learn.Candidate, error) {
+	entries, err := index.Load(e.root)
+	if err != nil {
+		return nil, err
+	}
+	log, err := manifest.ReadLog(manifest.PathsFor(e.root).Log)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := manifest.ReadUsage(manifest.PathsFor(e.root).Usage)
+	if err != nil {
+		usage = &manifest.Usage{}
+	}
+	out := make([]learn.Candidate, 0, len(entries))
+	for _, en := range entries {
+		out = append(out, candidateOf(en, log, usage, e.cfg.Staleness))
+	}
+	return append(out, observationCandidates(log)...), nil
+}
+
+// observationCandidates lists the log's workflow and procedural
+// observations as learning candidates (their pattern is what an AVOID line
+// names). Only those lines are decoded.
+func observationCandidates(log *manifest.Log) []learn.Candidate {
+	var out []learn.Candidate
+	for _, o := range log.Observations() {
+		if o.Type == manifest.Workflow || o.Type == manifest.Procedural {
+			out = append(out, learn.Candidate{ID: o.ID, Type: o.Type, Title: o.Pattern, Status: o.Status,
+				BaseScore: o.Confidence, Pattern: o.Pattern, Text: o.Pattern + "\n" + o.Details})
+		}
+	}
+	return out
+}
+
+// candidateOf turns an index entry into a ranking candidate: its base
+// score is the confidence of the observation it was rendered from, 1.0 for
+// a human-written entry; the files it references make it relevant to a
+// branch that changes them.
+func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, st config.Staleness) learn.Candidate {
+	c := learn.Candidate{ID: e.ID, Title: e.Title, Status: e.Status, Area: e.Area, Refs: e.Refs,
+		BaseScore: 1, Pattern: e.Title, Text: e.Text}
+	c.Type = manifest.Decision
+	if e.Kind == markdown.PF {
+		c.Type = manifest.Pitfall
+	}
+	if e.Source != "" {
+		if o := log.Find(e.Source); o != nil && o.Confidence > 0 {
+			c.BaseScore = o.Confidence
+		}
+	}
+	if usage != nil {
+		if u, ok := usage.Entries[e.ID]; ok {
+			var s string
+			if raw, ok := u["created"]; ok && len(raw) > 2 {
+				s = strings.Trim(string(raw), `"`)
+			}
+			c.Created, _ = time.Parse(time.RFC3339, s)
+		}
+	}
+	for _, r := range staleness.ExtractMarkdown([]byte(e.Text), staleness.OptionsFor(st)) {
+		c.Refs = append(c.Refs, r.Path)
+	}
+	return c
+}
+
+// changedFiles lists the files the current branch changes (context boost).
+func (e *Engine) changedFiles() []string {
+	files, err := gitdiff.Branch(e.root)
+	if err != nil {
+		e.log.Debug("no branch context for ranking", "err", err)
+	}
+	return files
+}
+
+// markStale sets index.Entry.Stale on the knowledge entries with a stale
+// file reference, so the session-start index warns the agent before it
+// follows one. A failed check marks nothing (the index is still built).
+func (e *Engine) markStale(entries []index.Entry) []index.Entry {
+	ids := make([]string, 0, len(entries))
+	texts := make(map[string]string, len(entries))
+	for _, en := range entries {
+		ids = append(ids, en.ID)
+		texts[en.ID] = en.Text
+	}
+	marks, err := staleness.EntryMarks(e.root, e.cfg.Staleness, ids, texts)
+	if err != nil {
+		e.log.Debug("index: staleness not checked", "err", err)
+	}
+	for i := range entries {
+		entries[i].Stale = marks[entries[i].ID]
+	}
+	return entries
+}
+
+// StaleKnowledge lists stale references of knowledge entries (ADR/PF) and
+// of source files (ADRs, KNOWLEDGE.md, staleness.sources), for review;
+// observations carry their own mayBeStale flag.
+func (e *Engine) StaleKnowledge(log *manifest.Log) ([]staleness.Finding, error) {
+	rep, err := staleness.ScanTree(e.root, staleness.Auto, e.cfg.Staleness, log)
+	if err != nil {
+		return nil, err
+	}
+	var out []staleness.Finding
+	for _, f := range rep.Stale {
+		if strings.HasPrefix(f.ID, "ADR-") || strings.HasPrefix(f.ID, "PF-") || f.File != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// Regressions lists the entries the learning engine flags as regressions
+// (reinforced 3+ times, now a false positive).
+func (e *Engine) Regressions(now time.Time) ([]string, error) {
+	evs, _, err := journal.ReadFeedback(e.root)
+	if err != nil {
+		return nil, err
+	}
+	return learn.Regressions(learn.Fold(evs, now)), nil
+}
+
+// RecordCitations appends one helpful "cited" feedback event per entry an
+// agent cited in the scanned part of a transcript (however many times: one
+// chatty session must not outweigh the others).
+func (e *Engine) RecordCitations(counts map[string]int, at time.Time) error {
+	var evs []learn.Event
+	for _, id := range slices.Sorted(maps.Keys(counts)) {
+		if counts[id] <= 0 {
+			continue
+		}
+		typ := manifest.Decision
+		if strings.HasPrefix(id, "PF-") {
+			typ = manifest.Pitfall
+		}
+		evs = append(evs, learn.Event{TS: at, Target: id, Kind: learn.KindCited, Value: 1, Source: "transcript", Type: typ})
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	return journal.AppendFeedback(e.root, evs...)
+}

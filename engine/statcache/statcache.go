@@ -1,0 +1,259 @@
+// Package statcache owns the stat cache of a pass, like git's index: per
+// artifact file the size, mtime, ctime and inode it had when its content
+// was last hashed, with the hashes that content had. A file whose stat is
+// unchanged is not read again. The cache is disposable: one versioned file,
+// .memory/.cache/stat.cache, ignored (and rebuilt) when missing,
+// unreadable, corrupt or from another version, and it never changes a
+// result, only how much is read.
+//
+// An entry is "racily clean" when the file's mtime is not older than the
+// cache file's own mtime: the file may have changed within the same clock
+// tick after it was hashed, so its stat proves nothing and it is hashed
+// again (git's rule).
+package statcache
+
+import (
+	"encoding/json"
+	"io/fs"
+	"maps"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// FileName is the cache's name under .memory/.cache.
+const FileName = "stat.cache"
+
+// Version is the format of the cache file; another version is ignored.
+const Version = 1
+
+// maxSize bounds the cache file read (about 200 bytes an artifact).
+const maxSize = 64 << 20
+
+// Mode is engine.check_stat: which stat fields prove a file unchanged.
+type Mode string
+
+const (
+	// Default compares size, mtime, ctime and inode.
+	Default Mode = "default"
+	// Minimal compares size and mtime only, for file systems whose ctime
+	// or inode numbers change without the content (some network and
+	// container file systems).
+	Minimal Mode = "minimal"
+)
+
+// ModeOf maps the config value ("" is Default).
+func ModeOf(s string) Mode {
+	if s == string(Minimal) {
+		return Minimal
+	}
+	return Default
+}
+
+// Stat is what the cache compares.
+type Stat struct {
+	Size  int64  `json:"s"`
+	Mtime int64  `json:"m"` // ns
+	Ctime int64  `json:"c"` // ns
+	Ino   uint64 `json:"i"`
+}
+
+// StatOf extracts a Stat from a FileInfo (Lstat, never followed).
+func StatOf(fi fs.FileInfo) Stat {
+	s := Stat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.Ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
+		s.Ino = sys.Ino
+	}
+	return s
+}
+
+// Entry is one file: its stat when hashed and the hashes of that content
+// (SHA: manifest.Hash; DJB2: the legacy hash, set only when asked for).
+type Entry struct {
+	Stat
+	SHA  string `json:"h"`
+	DJB2 string `json:"d,omitempty"`
+}
+
+// Same reports whether a file with stat now is the file e was taken from,
+// under mode. It is a plain decision: no I/O.
+func Same(e Entry, now Stat, mode Mode) bool {
+	if e.Size != now.Size || e.Mtime != now.Mtime {
+		return false
+	}
+	if mode == Minimal {
+		return true
+	}
+	return e.Ctime == now.Ctime && e.Ino == now.Ino
+}
+
+// Racy reports whether an entry cannot be trusted because the file's mtime
+// is not older than the cache file's (cacheMtime, ns): it may have been
+// rewritten within the tick after it was hashed.
+func Racy(e Entry, cacheMtime int64) bool { return e.Mtime >= cacheMtime }
+
+// Verifies reports whether an entry's content matches stored, a manifest
+// content hash (sha256, or a legacy djb2 the entry was asked to carry).
+func Verifies(e Entry, stored string) bool {
+	if manifest.IsLegacyHash(stored) {
+		return e.DJB2 != "" && strings.EqualFold(strings.TrimSpace(stored), e.DJB2)
+	}
+	return e.SHA != "" && stored == e.SHA
+}
+
+// file is the on-disk form.
+type file struct {
+	Version   int              `json:"version"`
+	CheckStat Mode             `json:"check_stat"`
+	Entries   map[string]Entry `json:"entries"`
+}
+
+// Cache is the stat cache of one pass: what the last pass recorded (old)
+// and what this pass records (next). Not safe for concurrent use.
+type Cache struct {
+	mode   Mode
+	loaded bool
+	// inPass is set from Begin to Save; trustless while the entries in
+	// memory are not the last completed pass's (freshly loaded, or a pass
+	// ended without Save): Untouched then trusts nothing.
+	inPass, trustless bool
+	cacheMtime        int64
+	old               map[string]Entry
+	next              map[string]Entry
+	// rewrite is set when an entry was racily clean but could be proved
+	// clean now: writing the cache again moves its mtime past the file.
+	rewrite bool
+}
+
+// Load reads root's stat cache. It never fails: a cache that is missing,
+// unreadable, corrupt, from another version or another check_stat mode is
+// an empty one.
+func Load(root string, mode Mode) *Cache {
+	c := Open(mode)
+	c.Begin(root)
+	return c
+}
+
+// Open returns a cache that Begin loads on first use: a long-running
+// process (the watcher's engine) keeps one in memory across passes.
+func Open(mode Mode) *Cache {
+	return &Cache{mode: mode, old: map[string]Entry{}, next: map[string]Entry{}}
+}
+
+// Begin starts a pass. It loads root's cache file the first time; later
+// passes keep what is in memory (entries are facts about a stat, whoever
+// wrote them).
+func (c *Cache) Begin(root string) {
+	c.trustless = c.trustless || c.inPass || !c.loaded
+	c.inPass = true
+	if c.loaded {
+		return
+	}
+	c.loaded = true
+	path := cachedir.Path(root, FileName)
+	fi, err := safefs.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	b, err := safefs.ReadFile(path, maxSize)
+	if err != nil {
+		return
+	}
+	var f file
+	if json.Unmarshal(b, &f) != nil || f.Version != Version || f.CheckStat != c.mode || f.Entries == nil {
+		return
+	}
+	c.old, c.cacheMtime = f.Entries, fi.ModTime().UnixNano()
+}
+
+// Lookup returns the entry recorded for rel when a file with stat now is
+// provably the one it was taken from (same stat, not racily clean).
+func (c *Cache) Lookup(rel string, now Stat) (Entry, bool) {
+	e, ok := c.old[rel]
+	if !ok || !Same(e, now, c.mode) {
+		return Entry{}, false
+	}
+	if Racy(e, c.cacheMtime) {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// Untouched returns the entry recorded for rel without a stat, for a file
+// the caller knows has not changed since the last pass (the watcher saw no
+// event for it); a racily clean entry is not returned.
+func (c *Cache) Untouched(rel string) (Entry, bool) {
+	e, ok := c.old[rel]
+	if !ok || c.trustless || Racy(e, c.cacheMtime) {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// Keep carries an entry Lookup returned into this pass's cache.
+func (c *Cache) Keep(rel string, e Entry) { c.next[rel] = e }
+
+// Record notes the content of rel, read with stat before and after the
+// read: a file that changed while it was read is not recorded. legacy
+// also computes the djb2 hash (a manifest entry of rel stores one).
+func (c *Cache) Record(rel string, before, after Stat, content []byte, legacy bool) {
+	if before != after {
+		return
+	}
+	e := Entry{Stat: before, SHA: manifest.Hash(content)}
+	if legacy {
+		e.DJB2 = manifest.DJB2(content)
+	}
+	if old, ok := c.old[rel]; ok && old == e && Racy(old, c.cacheMtime) {
+		c.rewrite = true
+	}
+	c.next[rel] = e
+}
+
+// Dirty reports whether Save would write: this pass's entries differ from
+// the loaded ones, or a racily clean entry was proved clean.
+func (c *Cache) Dirty() bool { return c.rewrite || !maps.Equal(c.old, c.next) }
+
+// Save writes this pass's entries when they differ from the loaded ones,
+// atomically; the caller holds the learning lock. Entries of files no
+// longer looked at are dropped. The cache then starts the next pass from
+// this one's entries.
+func (c *Cache) Save(root string) error {
+	defer func() {
+		c.old, c.next, c.rewrite = c.next, map[string]Entry{}, false
+		c.inPass, c.trustless = false, false
+	}()
+	if !c.Dirty() {
+		return nil
+	}
+	if _, err := cachedir.Ensure(root); err != nil {
+		return err
+	}
+	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: c.next})
+	if err != nil {
+		return err
+	}
+	path := cachedir.Path(root, FileName)
+	if err := manifest.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	if fi, err := safefs.Lstat(path); err == nil {
+		c.cacheMtime = fi.ModTime().UnixNano()
+	}
+	return nil
+}
+
+// Lstat is os.Lstat returning a Stat of a regular file; ok is false for
+// anything else (missing, a symlink, a directory, a special file).
+func Lstat(path string) (Stat, bool) {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return Stat{}, false
+	}
+	return StatOf(fi), true
+}

@@ -1,0 +1,117 @@
+package statcache
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+func TestSame(t *testing.T) {
+	base := Stat{Size: 10, Mtime: 100, Ctime: 200, Ino: 7}
+	cases := []struct {
+		name    string
+		now     Stat
+		def, mi bool
+	}{
+		{"identical", base, true, true},
+		{"size", Stat{11, 100, 200, 7}, false, false},
+		{"mtime", Stat{10, 101, 200, 7}, false, false},
+		{"ctime only", Stat{10, 100, 201, 7}, false, true},
+		{"inode only", Stat{10, 100, 200, 8}, false, true},
+	}
+	for _, c := range cases {
+		e := Entry{Stat: base}
+		if got := Same(e, c.now, Default); got != c.def {
+			t.Errorf("%s default: %v, want %v", c.name, got, c.def)
+		}
+		if got := Same(e, c.now, Minimal); got != c.mi {
+			t.Errorf("%s minimal: %v, want %v", c.name, got, c.mi)
+		}
+	}
+}
+
+func TestRacyAndVerifies(t *testing.T) {
+	e := Entry{Stat: Stat{Mtime: 100}, SHA: manifest.Hash([]byte("x")), DJB2: manifest.DJB2([]byte("x"))}
+	if !Racy(e, 100) || !Racy(e, 50) || Racy(e, 101) {
+		t.Error("racy: an entry is racily clean when its mtime is not older than the cache's")
+	}
+	if !Verifies(e, manifest.Hash([]byte("x"))) || Verifies(e, manifest.Hash([]byte("y"))) {
+		t.Error("sha256 verification")
+	}
+	if !Verifies(e, " "+manifest.DJB2([]byte("x"))+" ") || Verifies(Entry{SHA: e.SHA}, manifest.DJB2([]byte("x"))) {
+		t.Error("legacy verification: only an entry carrying a djb2 verifies a djb2")
+	}
+}
+
+// A cache round-trips; a changed mode or a file changed while read is not
+// recorded; Save writes only when something changed.
+func TestLoadSave(t *testing.T) {
+	root := t.TempDir()
+	art := filepath.Join(root, "a.md")
+	os.WriteFile(art, []byte("hello\n"), 0o644)
+	st, ok := Lstat(art)
+	if !ok {
+		t.Fatal("no stat")
+	}
+	c := Load(root, Default)
+	c.Record("a.md", st, st, []byte("hello\n"), false)
+	c.Record("b.md", st, Stat{Size: 1}, []byte("changed while read"), false)
+	if err := c.Save(root); err != nil {
+		t.Fatal(err)
+	}
+	// The file is older than the cache now only if the clock moved; force it.
+	old := mustStat(t, art).ModTime().Add(-1e9)
+	os.Chtimes(art, old, old)
+	st, _ = Lstat(art)
+	c = Load(root, Default)
+	c.Record("a.md", st, st, []byte("hello\n"), false)
+	c.Save(root)
+	c = Load(root, Default)
+	if e, ok := c.Lookup("a.md", st); !ok || e.SHA != manifest.Hash([]byte("hello\n")) {
+		t.Fatalf("lookup after save: %+v %v", e, ok)
+	}
+	if _, ok := c.Lookup("b.md", Stat{Size: 1}); ok {
+		t.Error("a file that changed while read was recorded")
+	}
+	if _, ok := Load(root, Minimal).Lookup("a.md", st); ok {
+		t.Error("a cache written in another check_stat mode was used")
+	}
+	e, _ := c.Lookup("a.md", st)
+	c.Keep("a.md", e)
+	if c.Dirty() {
+		t.Error("an unchanged pass would rewrite the cache")
+	}
+}
+
+func mustStat(t *testing.T, p string) os.FileInfo {
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// Whatever the cache file holds, Load neither fails nor panics, and an
+// entry it returns matches the stat it was asked about.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"version":1,"check_stat":"default","entries":{"a.md":{"s":6,"m":1,"c":2,"i":3,"h":"sha256:00"}}}`))
+	f.Add([]byte(`{"version":1,"check_stat":"default","entries":null}`))
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		root := t.TempDir()
+		if _, err := cachedir.Ensure(root); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cachedir.Path(root, FileName), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := Load(root, Default)
+		want := Stat{Size: 6, Mtime: 1, Ctime: 2, Ino: 3}
+		if e, ok := c.Lookup("a.md", want); ok && e.Stat != want {
+			t.Fatalf("lookup returned another stat: %+v", e)
+		}
+	})
+}

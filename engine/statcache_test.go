@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// twin is one repository set up twice, identically: A reconciles with the
+// stat cache, B without. Every operation is applied to both.
+type twin struct {
+	t    *testing.T
+	a, b string
+	cfg  config.Config
+	step int
+	// kept, when set, is A's engine across passes (the watcher's), told
+	// which files changed (touched: what inotify would report).
+	kept    *Engine
+	touched map[string]bool
+}
+
+const nArtifacts = 12
+
+func newTwin(t *testing.T, mode string) *twin {
+	t.Helper()
+	tw := &twin{t: t, a: t.TempDir(), b: t.TempDir(), cfg: config.Default()}
+	tw.cfg.Engine.CheckStat = mode
+	var log strings.Builder
+	for i := range nArtifacts {
+		log.WriteString(readyObs(fmt.Sprintf("obs_%02d", i), manifest.Workflow, fmt.Sprintf("Workflow number %02d for the build", i), ""))
+	}
+	log.WriteString(readyObs("obs_de", manifest.Decision, "Use SQLite for the local cache", "One file, no server."))
+	for _, root := range []string{tw.a, tw.b} {
+		putFile(t, root, ".memory/learning-log.jsonl", log.String())
+		if _, _, err := New(root, tw.cfg, nil).Render(context.Background(), testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.reconcile("setup")
+	return tw
+}
+
+// artifacts lists the rendered command files (relative paths).
+func (tw *twin) artifacts() []string {
+	m, _, err := manifest.ReadManifest(manifest.PathsFor(tw.a).Manifest)
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range m.Entries {
+		if e.AnchorID == "" {
+			out = append(out, e.Path)
+		}
+	}
+	return out
+}
+
+// do applies op to both roots.
+func (tw *twin) do(op func(root string)) { op(tw.a); op(tw.b) }
+
+var passID = regexp.MustCompile(`"pass":"[^"]*"`)
+
+// reconcile runs one pass on both and requires byte-identical reports and
+// files (the cache directory aside).
+func (tw *twin) reconcile(what string) Report {
+	tw.t.Helper()
+	tw.step++
+	now := testNow.Add(time.Duration(tw.step) * time.Minute)
+	ea, pa := New(tw.a, tw.cfg, nil), Pass{Now: now}
+	if tw.kept != nil {
+		ea, pa.Touched, tw.touched = tw.kept, tw.touched, map[string]bool{}
+	}
+	ra, errA := ea.Reconcile(context.Background(), pa)
+	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true})
+	if (errA == nil) != (errB == nil) {
+		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
+	}
+	ja, jb := tw.report(ra, tw.a), tw.report(rb, tw.b)
+	if ja != jb {
+		tw.t.Fatalf("%s: reports differ\nwith cache:    %s\nwithout cache: %s", what, ja, jb)
+	}
+	fa, fb := tw.files(tw.a), tw.files(tw.b)
+	if fa != fb {
+		tw.t.Fatalf("%s: files differ\nwith cache:\n%s\nwithout cache:\n%s", what, fa, fb)
+	}
+	return ra
+}
+
+func (tw *twin) report(r Report, root string) string {
+	b, err := json.Marshal(struct {
+		R    Report
+		Kept []string
+		W    []string
+	}{r, r.Kept, r.Warnings})
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), root, "ROOT")
+}
+
+// files renders every file under root but the cache directory and lock
+// files as "path\ncontent" (pass ids of the journal normalised).
+func (tw *twin) files(root string) string {
+	var buf bytes.Buffer
+	cache := cachedir.Dir(root)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == cache {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(&buf, "== %s\n%s\n", rel, passID.ReplaceAll(b, []byte(`"pass":"ID"`)))
+		return nil
+	})
+	if err != nil {
+		tw.t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// rewriteSameSize replaces rel's content with as many other bytes and
+// gives it back its mtime: size and mtime say "unchanged".
+func rewriteSameSize(t *testing.T, root, rel string) {
+	p := filepath.Join(root, rel)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	b = bytes.ToUpper(b)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStatCacheNothingChangedWritesNothing(t *testing.T) {
+	tw := newTwin(t, "")
+	cache := cachedir.Path(tw.a, statcache.FileName)
+	tw.reconcile("after setup") // racily clean entries of setup proved clean
+	before, err := os.Stat(cache)
+	if err != nil {
+		t.Fatalf("no stat cache after a pass: %v", err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	r := tw.reconcile("nothing changed")
+	if r.Unchanged != nArtifacts+1 || len(r.Wrote) != 0 {
+		t.Fatalf("nothing changed: %+v", r.Result)
+	}
+	after, _ := os.Stat(cache)
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the nothing-changed pass rewrote the stat cache")
+	}
+	// The cache did stand in for the reads: with every artifact made
+	// unreadable without touching its stat… is not possible, so count
+	// what the cache vouches for instead.
+	c := statcache.Load(tw.a, statcache.Default)
+	vouched := 0
+	for _, rel := range tw.artifacts() {
+		if st, ok := statcache.Lstat(filepath.Join(tw.a, rel)); ok {
+			if _, ok := c.Lookup(rel, st); ok {
+				vouched++
+			}
+		}
+	}
+	if vouched != nArtifacts {
+		t.Errorf("the cache vouches for %d of %d artifacts", vouched, nArtifacts)
+	}
+}
+
+// Every way a stat can lie, or the cache be wrong, gives the result of a
+// full reconcile.
+func TestStatCacheInvalidation(t *testing.T) {
+	cases := []struct {
+		name string
+		mode string
+		op   func(t *testing.T, root, rel string)
+		want func(r Report) bool
+	}{
+		{"same size within one mtime tick", "", rewriteSameSize, edited},
+		{"cp -p keeps the mtime", "", func(t *testing.T, root, rel string) {
+			src := filepath.Join(t.TempDir(), "src")
+			b, _ := os.ReadFile(filepath.Join(root, rel))
+			os.WriteFile(src, bytes.ToUpper(b), 0o644)
+			run(t, "touch", "-r", filepath.Join(root, rel), src)
+			run(t, "cp", "-p", src, filepath.Join(root, rel))
+		}, edited},
+		{"touch -r after an edit", "", func(t *testing.T, root, rel string) {
+			ref := filepath.Join(t.TempDir(), "ref")
+			os.WriteFile(ref, nil, 0o644)
+			run(t, "touch", "-r", filepath.Join(root, rel), ref)
+			b, _ := os.ReadFile(filepath.Join(root, rel))
+			os.WriteFile(filepath.Join(root, rel), bytes.ToUpper(b), 0o644)
+			run(t, "touch", "-r", ref, filepath.Join(root, rel))
+		}, edited},
+		{"inode change (replaced by rename)", "", func(t *testing.T, root, rel string) {
+			p := filepath.Join(root, rel)
+			fi, _ := os.Stat(p)
+			b, _ := os.ReadFile(p)
+			tmp := p + ".new"
+			os.WriteFile(tmp, bytes.ToUpper(b), 0o644)
+			os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+			os.Rename(tmp, p)
+		}, edited},
+		{"racily clean under check_stat minimal", "minimal", nil, edited},
+		{"cache file corrupt", "", func(t *testing.T, root, rel string) {
+			os.WriteFile(cachedir.Path(root, statcache.FileName), []byte("{\"version\":1,\"entries\":{"), 0o644)
+			b, _ := os.ReadFile(filepath.Join(root, rel))
+			os.WriteFile(filepath.Join(root, rel), append(b, "more\n"...), 0o644)
+		}, edited},
+		{"cache file from another version", "", func(t *testing.T, root, rel string) {
+			p := cachedir.Path(root, statcache.FileName)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":0`), 1), 0o644)
+			rewriteSameSize(t, root, rel)
+		}, edited},
+		{"another tool rewrote the manifest", "", func(t *testing.T, root, rel string) {
+			p := manifest.PathsFor(root).Manifest
+			m, _, _ := manifest.ReadManifest(p)
+			i := slicesIndex(m.Entries, rel)
+			m.Entries[i].ContentHash = manifest.Hash([]byte("what another tool thinks it rendered\n"))
+			b, _ := m.Encode()
+			os.WriteFile(p, b, 0o644)
+		}, edited},
+		{"another tool rewrote the log", "", func(t *testing.T, root, rel string) {
+			p := manifest.PathsFor(root).Log
+			b, _ := os.ReadFile(p)
+			lines := strings.SplitAfter(string(b), "\n")
+			os.WriteFile(p, []byte(strings.Join(lines[1:], "")), 0o644)
+		}, func(r Report) bool { return r.Dropped == 1 }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tw := newTwin(t, c.mode)
+			rel := tw.artifacts()[3]
+			op := c.op
+			if op == nil {
+				// The racy case: the artifact's mtime is not older than the
+				// cache file's, then it is rewritten at the same size and
+				// the same mtime (a write within the tick of the cache's).
+				future := time.Now().Add(time.Hour)
+				tw.do(func(root string) { os.Chtimes(filepath.Join(root, rel), future, future) })
+				tw.reconcile("mtime ahead of the cache")
+				op = rewriteSameSize
+			}
+			tw.do(func(root string) { op(t, root, rel) })
+			if r := tw.reconcile(c.name); !c.want(r) {
+				t.Errorf("%s: %+v", c.name, r.Result)
+			}
+			tw.reconcile(c.name + ", then nothing")
+		})
+	}
+}
+
+func edited(r Report) bool { return r.Edits == 1 }
+
+func slicesIndex(es []manifest.Entry, rel string) int {
+	for i, e := range es {
+		if e.Path == rel {
+			return i
+		}
+	}
+	return -1
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// Random sequences of what people and tools do to artifacts, reconciled
+// with the stat cache and without: every report and every file identical.
+func TestStatCacheProperty(t *testing.T) {
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 12))
+			mode := []string{"", "minimal"}[seed%2]
+			tw := newTwin(t, mode)
+			if seed >= 4 {
+				// The watcher's way: one engine, told what changed.
+				tw.kept = New(tw.a, tw.cfg, nil)
+				tw.reconcile("the kept engine's first pass")
+				tw.touched = map[string]bool{}
+			}
+			arts := tw.artifacts()
+			saved := map[string][]byte{}
+			for i := range 25 {
+				rel := arts[rng.IntN(len(arts))]
+				var what string
+				switch rng.IntN(7) {
+				case 0:
+					what = "delete " + rel
+					tw.do(func(root string) {
+						p := filepath.Join(root, rel)
+						if b, err := os.ReadFile(p); err == nil {
+							saved[root+rel] = b
+						}
+						os.Remove(p)
+					})
+				case 1:
+					what = "restore " + rel
+					tw.do(func(root string) {
+						if b, ok := saved[root+rel]; ok {
+							os.WriteFile(filepath.Join(root, rel), b, 0o644)
+						}
+					})
+				case 2:
+					what = "edit " + rel
+					tw.do(func(root string) {
+						p := filepath.Join(root, rel)
+						if b, err := os.ReadFile(p); err == nil {
+							os.WriteFile(p, append(b, fmt.Sprintf("note %d\n", i)...), 0o644)
+						}
+					})
+				case 3:
+					// check_stat minimal trusts size and mtime, like git's:
+					// a rewrite that also restores the mtime is what it
+					// gives up (docs/engine.md); its rewrite keeps the new
+					// mtime.
+					what = "same-size rewrite " + rel
+					tw.do(func(root string) {
+						p := filepath.Join(root, rel)
+						if _, err := os.Stat(p); err != nil {
+							return
+						}
+						if mode == "minimal" {
+							b, _ := os.ReadFile(p)
+							os.WriteFile(p, bytes.ToUpper(b), 0o644)
+							return
+						}
+						rewriteSameSize(t, root, rel)
+					})
+				case 4:
+					what = "touch " + rel
+					at := time.Now().Add(time.Duration(rng.IntN(3)-1) * time.Hour)
+					tw.do(func(root string) { os.Chtimes(filepath.Join(root, rel), at, at) })
+				case 5:
+					what = "corrupt the cache"
+					tw.do(func(root string) {
+						os.WriteFile(cachedir.Path(root, statcache.FileName), []byte("garbage"), 0o644)
+					})
+				default:
+					what = "nothing"
+				}
+				if tw.kept != nil && !strings.HasPrefix(what, "touch ") && !strings.HasPrefix(what, "corrupt") && what != "nothing" {
+					// A content change is an event; a touch is an
+					// attribute change the watcher ignores.
+					tw.touched[rel] = true
+				}
+				tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
+			}
+		})
+	}
+}
+
+// A kept engine told that nothing changed does not even stat the files it
+// knows: a change it was not told about (inotify would have reported it)
+// is not seen until a pass checks every file.
+func TestKeptEngineTrustsTouched(t *testing.T) {
+	root, _ := memory(t)
+	e := New(root, config.Default(), nil)
+	ctx := context.Background()
+	for i := range 2 {
+		if _, err := e.Reconcile(ctx, Pass{Now: testNow}); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	rel := ".claude/commands/self-learning/run-the-linter-before-pushing.md"
+	old := time.Now().Add(-time.Hour) // not racily clean
+	os.Chtimes(filepath.Join(root, rel), old, old)
+	if _, err := e.Reconcile(ctx, Pass{Now: testNow}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, rel), []byte("rewritten behind the watcher's back\n"), 0o644)
+	r, err := e.Reconcile(ctx, Pass{Now: testNow, Touched: map[string]bool{}})
+	if err != nil || r.Edits != 0 {
+		t.Fatalf("untouched file was checked: %+v %v", r.Result, err)
+	}
+	r, err = e.Reconcile(ctx, Pass{Now: testNow, Touched: map[string]bool{rel: true}})
+	if err != nil || r.Edits != 1 {
+		t.Fatalf("touched file not checked: %+v %v", r.Result, err)
+	}
+}
