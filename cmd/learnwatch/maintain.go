@@ -165,20 +165,32 @@ func newReviewCmd(a *app) *cobra.Command {
 				out[k] = v
 			}
 			return a.emit(out, func(w io.Writer) {
-				if len(items) == 0 && len(extra.lines) == 0 && log.Corrupt() == 0 && log.InvalidCount() == 0 {
+				if len(items) == 0 && len(extra.sections) == 0 && log.Corrupt() == 0 && log.InvalidCount() == 0 {
 					fmt.Fprintln(w, "nothing needs review")
+					return
 				}
-				for _, it := range items {
-					fmt.Fprintf(w, "%s (%s, %.2f) %s\n", it.ID, it.Type, it.Confidence, oneLine(it.Pattern, 60))
-					for _, r := range it.Reasons {
-						fmt.Fprintf(w, "  - %s\n", textsafe.Line(r, 300))
+				// One headed section per kind of finding, blank lines between.
+				sep := ""
+				if len(items) > 0 {
+					fmt.Fprintf(w, "Observations (%d):\n", len(items))
+					for _, it := range items {
+						fmt.Fprintf(w, "  %s (%s, %.2f) %s\n", it.ID, it.Type, it.Confidence, oneLine(it.Pattern, 60))
+						for _, r := range it.Reasons {
+							fmt.Fprintf(w, "    - %s\n", textsafe.Line(r, 300))
+						}
 					}
+					sep = "\n"
 				}
 				if n := log.Corrupt() + log.InvalidCount(); n > 0 {
-					fmt.Fprintf(w, "%d corrupt or invalid log lines (learnwatch purge backs them up and removes them)\n", n)
+					fmt.Fprintf(w, "%sLearning log:\n  %d corrupt or invalid lines (learnwatch purge backs them up and removes them)\n", sep, n)
+					sep = "\n"
 				}
-				for _, l := range extra.lines {
-					fmt.Fprintln(w, textsafe.Line(l, 300))
+				for _, sec := range extra.sections {
+					fmt.Fprintf(w, "%s%s (%d):\n", sep, sec.title, len(sec.lines))
+					for _, l := range sec.lines {
+						fmt.Fprintf(w, "  %s\n", textsafe.Line(l, 300))
+					}
+					sep = "\n"
 				}
 			})
 		},

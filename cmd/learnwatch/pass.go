@@ -139,8 +139,24 @@ func watcherStatus(root string) map[string]any {
 }
 
 type reviewExtra struct {
-	json  map[string]any
+	json     map[string]any
+	sections []reviewSection
+}
+
+// reviewSection is one headed block of review's text output.
+type reviewSection struct {
+	title string
 	lines []string
+}
+
+// add appends lines under title (a new section, or the last one of that
+// title).
+func (x *reviewExtra) add(title string, lines ...string) {
+	if n := len(x.sections); n > 0 && x.sections[n-1].title == title {
+		x.sections[n-1].lines = append(x.sections[n-1].lines, lines...)
+		return
+	}
+	x.sections = append(x.sections, reviewSection{title: title, lines: lines})
 }
 
 // reviewExtras adds what other passes flag for review: regressions of the
@@ -153,7 +169,7 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 	if reg, err := eng.Regressions(now()); err == nil && len(reg) > 0 {
 		x.json["regressions"] = reg
 		for _, id := range reg {
-			x.lines = append(x.lines, fmt.Sprintf("%s: regression — reinforced 3+ times, now flagged as a false positive", id))
+			x.add("Regressions", fmt.Sprintf("%s: reinforced 3+ times, now flagged as a false positive", id))
 		}
 	}
 	if cfgErr == nil {
@@ -164,7 +180,7 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 				if f.RenamedTo != "" {
 					line += ", renamed to " + f.RenamedTo
 				}
-				x.lines = append(x.lines, line)
+				x.add("Stale references in knowledge", line)
 			}
 		} else if err != nil {
 			a.log.Debug("staleness check skipped in review", "err", err)
@@ -173,18 +189,18 @@ func reviewExtras(a *app, root string, log *manifest.Log) reviewExtra {
 	if notices := capacityNotices(a, root); len(notices) > 0 {
 		x.json["notifications"] = notices
 		for _, n := range notices {
-			x.lines = append(x.lines, capacityLine(n))
+			x.add("Knowledge capacity", capacityLine(n))
 		}
 	}
 	if ib, lines := inboxReview(root, time.Now()); ib != nil {
 		x.json["inbox"] = ib
-		x.lines = append(x.lines, lines...)
+		x.add("Inbox", lines...)
 	}
 	p := a.policy(root)
 	if old := learn.StaleOverlays(p, now()); len(old) > 0 {
 		x.json["stale_overlays"] = old
 		for _, t := range old {
-			x.lines = append(x.lines, fmt.Sprintf("policy overlay for %s is older than 30 days: check it (learnwatch policy), reset with learnwatch policy reset %s", t, t))
+			x.add("Policy overlays", fmt.Sprintf("overlay for %s is older than 30 days: check it (learnwatch policy), reset with learnwatch policy reset %s", t, t))
 		}
 	}
 	return x
