@@ -132,6 +132,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	if res.CacheErr != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", res.CacheErr))
 	}
+	if res.StaleCacheErr != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("staleness cache not written (rebuilt by the next pass): %v", res.StaleCacheErr))
+	}
 	if err != nil {
 		return rep, err
 	}

@@ -145,6 +145,9 @@ type Result struct {
 	// CacheErr is set when the stat cache could not be written: nothing
 	// is lost (it is rebuilt), but a full disk deserves a warning.
 	CacheErr error `json:"-"`
+	// StaleCacheErr is set when the staleness cache could not be written
+	// (disposable too: the next pass computes it again).
+	StaleCacheErr error `json:"-"`
 	// Inbox is what the drain of the inbox did before the pass.
 	Inbox inbox.Result `json:"inbox,omitzero"`
 	// Recorded counts the feedback events this pass appended
@@ -874,7 +877,8 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		if !opts.MarkTracked {
 			saved = saveMarks(st.Log)
 		}
-		n, err := stalePass(ctx, root, *opts.Staleness, st.Log)
+		n, cacheErr, err := stalePass(ctx, root, *opts.Staleness, st.Log)
+		res.StaleCacheErr = cacheErr
 		// git is asked only when the pass changed a mark.
 		if marksChanged(saved) && Tracked(root, p.Log) {
 			restoreMarks(saved)
@@ -1032,13 +1036,20 @@ func (r Result) Summary() string {
 // stalePass checks the knowledge files and the log's observations against
 // HEAD (the working tree outside git), marks the stale observations in log
 // and returns the number of stale references.
-func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (int, error) {
-	rep, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
+func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, cacheErr, err error) {
+	c, err := staleness.Open(root, staleness.Auto, cfg)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	rep, err := staleness.Scan(root, c.WithContext(ctx), log, staleness.OptionsFor(cfg))
+	if err != nil {
+		return 0, nil, err
+	}
+	// Under the learning lock: the staleness cache is written by this
+	// pass (a cache that cannot be written is only a warning).
+	cacheErr = c.SaveCache()
 	staleness.Mark(log, rep.Stale)
-	return len(rep.Stale), nil
+	return len(rep.Stale), cacheErr, nil
 }
 
 // verifiesAll reports whether a cached content matches every stored hash.

@@ -272,13 +272,20 @@ func obsJSON(id, typ, pattern, details string, evidence ...string) string {
 // day returns baseNow plus n days.
 func day(n int) time.Time { return baseNow.Add(time.Duration(n) * 24 * time.Hour) }
 
-// snapshot maps every regular file under root (relative path) to its bytes.
+// snapshot maps every regular file under root (relative path) to its bytes,
+// leaving out the disposable caches (.memory/.cache/): they are not memory
+// state, any command may refresh them, and a run without them gives the
+// same results.
 func snapshot(t testing.TB, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
+	cache := filepath.Join(root, ".memory", ".cache")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && p == cache {
+			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
 			b, err := os.ReadFile(p)
