@@ -48,7 +48,7 @@ func Review(obs []*manifest.Observation, now time.Time) []Attention {
 		}
 		if o.Status == manifest.Observing && o.Confidence < LowConfidence {
 			if last, err := time.Parse(time.RFC3339, o.LastSeen); err == nil && now.Sub(last) > UnseenDays*24*time.Hour {
-				why = append(why, "not seen for over 30 days with low confidence: consider purging")
+				why = append(why, PurgeReason+": consider purging")
 			}
 		}
 		if len(why) > 0 {
@@ -57,6 +57,10 @@ func Review(obs []*manifest.Observation, now time.Time) []Attention {
 	}
 	return out
 }
+
+// PurgeReason starts the reason of an observation listed only as a purge
+// candidate.
+const PurgeReason = "not seen for over 30 days with low confidence"
 
 // ByConfidence returns obs sorted by confidence, highest first (stable).
 func ByConfidence(obs []*manifest.Observation) []*manifest.Observation {

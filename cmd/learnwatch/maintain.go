@@ -146,7 +146,8 @@ func oneLine(s string, max int) string {
 }
 
 func newReviewCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "review",
 		Short: "List what needs attention: review flags, stale references, full knowledge files, long-unseen observations",
 		Args:  cobra.NoArgs,
@@ -173,12 +174,17 @@ func newReviewCmd(a *app) *cobra.Command {
 				sep := ""
 				if len(items) > 0 {
 					fmt.Fprintf(w, "Observations (%d):\n", len(items))
-					for _, it := range items {
+					shown := reviewOrder(items)
+					if !all && len(shown) > reviewTextLimit {
+						shown = shown[:reviewTextLimit]
+					}
+					for _, it := range shown {
 						fmt.Fprintf(w, "  %s (%s, %.2f) %s\n", it.ID, it.Type, it.Confidence, oneLine(it.Pattern, 60))
 						for _, r := range it.Reasons {
 							fmt.Fprintf(w, "    - %s\n", textsafe.Line(r, 300))
 						}
 					}
+					moreLine(w, len(items)-len(shown))
 					sep = "\n"
 				}
 				if n := log.Corrupt() + log.InvalidCount(); n > 0 {
@@ -187,14 +193,60 @@ func newReviewCmd(a *app) *cobra.Command {
 				}
 				for _, sec := range extra.sections {
 					fmt.Fprintf(w, "%s%s (%d):\n", sep, sec.title, len(sec.lines))
-					for _, l := range sec.lines {
+					lines := sec.lines
+					if !all && len(lines) > reviewTextLimit {
+						lines = lines[:reviewTextLimit]
+					}
+					for _, l := range lines {
 						fmt.Fprintf(w, "  %s\n", textsafe.Line(l, 300))
 					}
+					moreLine(w, len(sec.lines)-len(lines))
 					sep = "\n"
 				}
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, fmt.Sprintf("list every entry (the text shows %d per section)", reviewTextLimit))
+	return cmd
+}
+
+// reviewTextLimit bounds each section of review's text output: a memory of
+// thousands of long-unseen observations must not bury the few that need a
+// person. --all and --json list everything.
+const reviewTextLimit = 25
+
+// moreLine says how many entries a section left out of the text.
+func moreLine(w io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(w, "  … and %d more (learnwatch review --all, or --json)\n", n)
+	}
+}
+
+// reviewOrder puts the observations flagged for a person (review flags,
+// stale references, regressions) before those only listed as purge
+// candidates (long unseen with low confidence), keeping the order within
+// each group.
+func reviewOrder(items []lifecycle.Attention) []lifecycle.Attention {
+	onlyPurge := func(it lifecycle.Attention) bool {
+		for _, r := range it.Reasons {
+			if !strings.HasPrefix(r, lifecycle.PurgeReason) {
+				return false
+			}
+		}
+		return true
+	}
+	out := make([]lifecycle.Attention, 0, len(items))
+	for _, it := range items {
+		if !onlyPurge(it) {
+			out = append(out, it)
+		}
+	}
+	for _, it := range items {
+		if onlyPurge(it) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 func newPurgeCmd(a *app) *cobra.Command {
