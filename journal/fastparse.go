@@ -3,6 +3,8 @@ package journal
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/learnwatch/learnwatch/jsonscan"
 )
 
 // interner returns one shared string per distinct byte sequence, so that
@@ -24,13 +26,13 @@ func (in interner) get(b []byte) string {
 // anything else it reports ok=false and the caller uses encoding/json,
 // whose result is the reference (the fuzz test checks they agree).
 func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
-	i := skipWS(line, 0)
+	i := jsonscan.SkipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return l, false
 	}
-	i = skipWS(line, i+1)
+	i = jsonscan.SkipSpace(line, i+1)
 	if i < len(line) && line[i] == '}' {
-		return l, skipWS(line, i+1) == len(line)
+		return l, jsonscan.SkipSpace(line, i+1) == len(line)
 	}
 	var seen uint16
 	for {
@@ -38,11 +40,11 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 		if !ok {
 			return l, false
 		}
-		i = skipWS(line, j)
+		i = jsonscan.SkipSpace(line, j)
 		if i >= len(line) || line[i] != ':' {
 			return l, false
 		}
-		i = skipWS(line, i+1)
+		i = jsonscan.SkipSpace(line, i+1)
 		var bit uint16
 		var dst *string
 		switch string(key) {
@@ -85,7 +87,7 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			}
 			i = j
 		} else {
-			j := jsonNumber(line, i)
+			j := jsonscan.NumberEnd(line, i)
 			if j < 0 {
 				return l, false
 			}
@@ -100,23 +102,16 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			}
 			i = j
 		}
-		i = skipWS(line, i)
+		i = jsonscan.SkipSpace(line, i)
 		if i < len(line) && line[i] == ',' {
-			i = skipWS(line, i+1)
+			i = jsonscan.SkipSpace(line, i+1)
 			continue
 		}
 		if i < len(line) && line[i] == '}' {
-			return l, skipWS(line, i+1) == len(line)
+			return l, jsonscan.SkipSpace(line, i+1) == len(line)
 		}
 		return l, false
 	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	return i
 }
 
 // rawString returns the contents of the JSON string starting at b[i] when it
@@ -135,46 +130,4 @@ func rawString(b []byte, i int) (s []byte, next int, ok bool) {
 		}
 	}
 	return nil, 0, false
-}
-
-// jsonNumber returns the end of the JSON number starting at b[i], or -1:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func jsonNumber(b []byte, i int) int {
-	digits := func(i int) int {
-		j := i
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		return j
-	}
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(i)
-	default:
-		return -1
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
 }

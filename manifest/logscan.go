@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/learnwatch/learnwatch/jsonscan"
 )
 
 // This file holds the cheap side of the learning log: a scan that splits a
@@ -40,13 +42,13 @@ func validMembers(dst []member, data []byte) ([]member, bool) {
 }
 
 func splitMembers(dst []member, data []byte, validate bool) ([]member, bool) {
-	i := skipWS(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return dst, false
 	}
-	i = skipWS(data, i+1)
+	i = jsonscan.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return dst, skipWS(data, i+1) == len(data)
+		return dst, jsonscan.SkipSpace(data, i+1) == len(data)
 	}
 	for i < len(data) {
 		if data[i] != '"' {
@@ -57,11 +59,11 @@ func splitMembers(dst []member, data []byte, validate bool) ([]member, bool) {
 			return dst, false
 		}
 		key := data[i+1 : end-1]
-		i = skipWS(data, end)
+		i = jsonscan.SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return dst, false
 		}
-		i = skipWS(data, i+1)
+		i = jsonscan.SkipSpace(data, i+1)
 		var vend int
 		if validate {
 			vend = validValue(data, i, 0)
@@ -72,32 +74,20 @@ func splitMembers(dst []member, data []byte, validate bool) ([]member, bool) {
 			return dst, false
 		}
 		dst = append(dst, member{key: key, val: data[i:vend]})
-		i = skipWS(data, vend)
+		i = jsonscan.SkipSpace(data, vend)
 		if i >= len(data) {
 			return dst, false
 		}
 		switch data[i] {
 		case ',':
-			i = skipWS(data, i+1)
+			i = jsonscan.SkipSpace(data, i+1)
 		case '}':
-			return dst, skipWS(data, i+1) == len(data)
+			return dst, jsonscan.SkipSpace(data, i+1) == len(data)
 		default:
 			return dst, false
 		}
 	}
 	return dst, false
-}
-
-func skipWS(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
 }
 
 // skipString returns the index after the string starting at data[i] (a
@@ -184,7 +174,7 @@ func validValue(data []byte, i, depth int) int {
 		if c == '[' {
 			closing = ']'
 		}
-		j := skipWS(data, i+1)
+		j := jsonscan.SkipSpace(data, i+1)
 		if j < len(data) && data[j] == closing {
 			return j + 1
 		}
@@ -197,23 +187,23 @@ func validValue(data []byte, i, depth int) int {
 				if end < 0 || !validString(data[j:end]) {
 					return -1
 				}
-				j = skipWS(data, end)
+				j = jsonscan.SkipSpace(data, end)
 				if j >= len(data) || data[j] != ':' {
 					return -1
 				}
-				j = skipWS(data, j+1)
+				j = jsonscan.SkipSpace(data, j+1)
 			}
 			j = validValue(data, j, depth+1)
 			if j < 0 {
 				return -1
 			}
-			j = skipWS(data, j)
+			j = jsonscan.SkipSpace(data, j)
 			if j >= len(data) {
 				return -1
 			}
 			switch data[j] {
 			case ',':
-				j = skipWS(data, j+1)
+				j = jsonscan.SkipSpace(data, j+1)
 			case closing:
 				return j + 1
 			default:
@@ -228,7 +218,7 @@ func validValue(data []byte, i, depth int) int {
 	case c == 'n':
 		return literal(data, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return validNumber(data, i)
+		return jsonscan.NumberEnd(data, i)
 	}
 	return -1
 }
@@ -238,49 +228,6 @@ func literal(data []byte, i int, lit string) int {
 		return i + len(lit)
 	}
 	return -1
-}
-
-// validNumber returns the index after the JSON number at data[i], or -1.
-func validNumber(data []byte, i int) int {
-	digits := func(j int) int {
-		k := j
-		for k < len(data) && data[k] >= '0' && data[k] <= '9' {
-			k++
-		}
-		return k
-	}
-	if data[i] == '-' {
-		i++
-	}
-	switch {
-	case i >= len(data):
-		return -1
-	case data[i] == '0':
-		i++
-	case data[i] >= '1' && data[i] <= '9':
-		i = digits(i)
-	default:
-		return -1
-	}
-	if i < len(data) && data[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return -1
-		}
-		i = j
-	}
-	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
-		i++
-		if i < len(data) && (data[i] == '+' || data[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return -1
-		}
-		i = j
-	}
-	return i
 }
 
 // validString reports whether s (from quote to quote) is a valid JSON
@@ -478,7 +425,7 @@ func stringArray(v []byte) bool {
 	if v[0] != '[' {
 		return false
 	}
-	i := skipWS(v, 1)
+	i := jsonscan.SkipSpace(v, 1)
 	if i < len(v) && v[i] == ']' {
 		return true
 	}
@@ -490,7 +437,7 @@ func stringArray(v []byte) bool {
 		if end < 0 {
 			return false
 		}
-		i = skipWS(v, end)
+		i = jsonscan.SkipSpace(v, end)
 		if i >= len(v) {
 			return false
 		}
@@ -500,7 +447,7 @@ func stringArray(v []byte) bool {
 		if v[i] != ',' {
 			return false
 		}
-		i = skipWS(v, i+1)
+		i = jsonscan.SkipSpace(v, i+1)
 	}
 	return false
 }
@@ -904,16 +851,16 @@ func (o *Observation) decodeScanned(body []byte) bool {
 // stringList decodes an array of strings (stringArray accepted it).
 func stringList(v []byte) ([]string, bool) {
 	out := []string{}
-	i := skipWS(v, 1)
+	i := jsonscan.SkipSpace(v, 1)
 	for i < len(v) && v[i] != ']' {
 		end, _ := skipString(v, i)
 		if end < 0 {
 			return nil, false
 		}
 		out = append(out, jsonString(v[i:end]))
-		i = skipWS(v, end)
+		i = jsonscan.SkipSpace(v, end)
 		if i < len(v) && v[i] == ',' {
-			i = skipWS(v, i+1)
+			i = jsonscan.SkipSpace(v, i+1)
 		}
 	}
 	return out, true
@@ -996,16 +943,16 @@ func (o *Observation) fieldIs(k int, v []byte) bool {
 		if o.Evidence == nil {
 			return false
 		}
-		i, n := skipWS(v, 1), 0
+		i, n := jsonscan.SkipSpace(v, 1), 0
 		for i < len(v) && v[i] != ']' {
 			end, _ := skipString(v, i)
 			if end < 0 || n >= len(o.Evidence) || jsonString(v[i:end]) != o.Evidence[n] {
 				return false
 			}
 			n++
-			i = skipWS(v, end)
+			i = jsonscan.SkipSpace(v, end)
 			if i < len(v) && v[i] == ',' {
-				i = skipWS(v, i+1)
+				i = jsonscan.SkipSpace(v, i+1)
 			}
 		}
 		return n == len(o.Evidence)
