@@ -19,6 +19,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // LocalFile is one kind of file that is local to a checkout: the .gitignore
@@ -130,7 +131,11 @@ func Apply(root string) (Result, error) {
 		return res, err
 	}
 	gi := filepath.Join(root, ".gitignore")
-	existing, err := readRegular(gi)
+	// A regular file of at most 1 MiB, never read through a link.
+	existing, err := safefs.ReadFile(gi, safefs.MaxConfig)
+	if errors.Is(err, fs.ErrNotExist) {
+		existing, err = nil, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -145,23 +150,4 @@ func Apply(root string) (Result, error) {
 		res.Gitignore = missing
 	}
 	return res, nil
-}
-
-// readRegular reads a regular file (nil when it does not exist); a symlink
-// or anything else in its place is refused.
-func readRegular(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (a symlink?); learnwatch will not change it", filepath.Base(path))
-	}
-	if fi.Size() > 1<<20 {
-		return nil, fmt.Errorf("%s is larger than 1 MiB; learnwatch will not rewrite it", filepath.Base(path))
-	}
-	return os.ReadFile(path)
 }
