@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/journal"
@@ -75,27 +76,13 @@ func newResolveCmd(a *app) *cobra.Command {
 			}
 			id := args[0]
 			var cleared bool
-			err = a.withLearningLock(root, cfg, func() error {
-				p := manifest.PathsFor(root)
-				log, err := manifest.ReadLog(p.Log)
-				if err != nil {
-					return err
-				}
-				o := log.Find(id)
-				if o == nil {
-					return exitcode.Bad("resolve: %s: no such observation in the learning log", id)
-				}
+			err = a.changeObservation(root, cfg, "resolve", id, func(o *manifest.Observation) error {
 				mark := ""
 				if ref != "" {
 					mark = staleness.ReasonPrefix + ref
 				}
-				if cleared, err = lifecycle.Resolve(o, reason, mark, now()); err != nil {
-					return exitcode.Bad("resolve %s: %v", id, err)
-				}
-				if !cleared {
-					return nil
-				}
-				return manifest.WriteLog(p.Log, log)
+				cleared, err = lifecycle.Resolve(o, reason, mark, now())
+				return err
 			})
 			if err != nil {
 				return err
@@ -149,23 +136,8 @@ file is the person's; edit changes what the log (and a later render) holds.`,
 					return exitcode.Bad("edit %s: stdin: %v", id, err)
 				}
 			}
-			err = a.withLearningLock(root, cfg, func() error {
-				p := manifest.PathsFor(root)
-				log, err := manifest.ReadLog(p.Log)
-				if err != nil {
-					return err
-				}
-				o := log.Find(id)
-				if o == nil {
-					return exitcode.Bad("edit: %s: no such observation in the learning log", id)
-				}
-				if err := lifecycle.Edit(o, c); err != nil {
-					return exitcode.Bad("edit %s: %v", id, err)
-				}
-				if !log.Changed() {
-					return nil
-				}
-				return manifest.WriteLog(p.Log, log)
+			err = a.changeObservation(root, cfg, "edit", id, func(o *manifest.Observation) error {
+				return lifecycle.Edit(o, c)
 			})
 			if err != nil {
 				return err
@@ -177,4 +149,28 @@ file is the person's; edit changes what the log (and a later render) holds.`,
 	cmd.Flags().StringVar(&details, "details", "", "the new details")
 	cmd.Flags().StringVar(&pattern, "pattern", "", "the new pattern")
 	return cmd
+}
+
+// changeObservation applies change to observation id under the learning
+// lock and writes the log when that changed it (resolve, edit). A missing
+// id, or an error of change, is bad input named after verb.
+func (a *app) changeObservation(root string, cfg config.Config, verb, id string, change func(*manifest.Observation) error) error {
+	return a.withLearningLock(root, cfg, func() error {
+		p := manifest.PathsFor(root)
+		log, err := manifest.ReadLog(p.Log)
+		if err != nil {
+			return err
+		}
+		o := log.Find(id)
+		if o == nil {
+			return exitcode.Bad("%s: %s: no such observation in the learning log", verb, id)
+		}
+		if err := change(o); err != nil {
+			return exitcode.Bad("%s %s: %v", verb, id, err)
+		}
+		if !log.Changed() {
+			return nil
+		}
+		return manifest.WriteLog(p.Log, log)
+	})
 }
