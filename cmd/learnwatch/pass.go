@@ -38,6 +38,17 @@ func (a *app) engine(root string, cfg config.Config) *engine.Engine {
 	return e
 }
 
+// anyEngine is the engine of root for calls that read no configuration
+// (the policy file, citation feedback): the command's engine when it has
+// one, else a throwaway one — never cached, so the engine a later pass gets
+// carries the command's real configuration, not the defaults.
+func (a *app) anyEngine(root string) *engine.Engine {
+	if e, ok := a.engines[root]; ok {
+		return e
+	}
+	return engine.New(root, config.Default(), a.log)
+}
+
 // warn prints warnings a pass returned, one line each.
 func (a *app) warn(warnings []string) {
 	for _, w := range warnings {
@@ -84,7 +95,7 @@ func buildIndexFor(a *app, root string, cfg config.Config, budget int, log *mani
 
 // policy reads the policy overlays, printing a broken file's warning.
 func (a *app) policy(root string) learn.Policy {
-	p, warn := a.engine(root, config.Default()).Policy()
+	p, warn := a.anyEngine(root).Policy()
 	a.warn(warn)
 	return p
 }
@@ -108,7 +119,7 @@ func (a *app) candidates(root string) []learn.Candidate {
 
 // recordCitations records the entries an agent cited as helpful feedback.
 func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
-	if err := a.engine(root, config.Default()).RecordCitations(counts, at); err != nil {
+	if err := a.anyEngine(root).RecordCitations(counts, at); err != nil {
 		fmt.Fprintf(a.stderr, "learnwatch: citations not recorded as feedback: %v\n", err)
 	}
 }
