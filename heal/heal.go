@@ -1037,17 +1037,12 @@ func (r Result) Summary() string {
 // HEAD (the working tree outside git), marks the stale observations in log
 // and returns the number of stale references.
 func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, cacheErr, err error) {
-	c, err := staleness.Open(root, staleness.Auto, cfg)
+	// Under the learning lock: the pass writes the staleness cache (a
+	// cache that cannot be written is only a warning).
+	rep, cacheErr, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
 	if err != nil {
 		return 0, nil, err
 	}
-	rep, err := staleness.Scan(root, c.WithContext(ctx), log, staleness.OptionsFor(cfg))
-	if err != nil {
-		return 0, nil, err
-	}
-	// Under the learning lock: the staleness cache is written by this
-	// pass (a cache that cannot be written is only a warning).
-	cacheErr = c.SaveCache()
 	staleness.Mark(log, rep.Stale)
 	return len(rep.Stale), cacheErr, nil
 }

@@ -400,9 +400,9 @@ func TestScanTreeCached(t *testing.T) {
 		t.Fatal("ScanTree wrote the cache")
 	}
 	for i := 0; i < 2; i++ {
-		got, err := ScanTreeCached(context.Background(), r.dir, Auto, cfg, log)
-		if err != nil {
-			t.Fatal(err)
+		got, cacheErr, err := ScanTreeCached(context.Background(), r.dir, Auto, cfg, log)
+		if err != nil || cacheErr != nil {
+			t.Fatal(err, cacheErr)
 		}
 		if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
 			t.Errorf("run %d: %s, want %s", i, g, w)

@@ -51,18 +51,18 @@ func ScanTreeContext(ctx context.Context, root string, mode Mode, cfg config.Sta
 // ScanTreeCached is ScanTreeContext for a caller that holds the learning
 // lock (reconcile's staleness pass): it also writes what the run
 // extracted and resolved to the staleness cache (Checker.SaveCache). The
-// cache is disposable: failing to write it is not an error of the scan.
-func ScanTreeCached(ctx context.Context, root string, mode Mode, cfg config.Staleness, log *manifest.Log) (Report, error) {
+// cache is disposable: failing to write it is not an error of the scan,
+// and is returned apart (cacheErr) for the caller to warn about.
+func ScanTreeCached(ctx context.Context, root string, mode Mode, cfg config.Staleness, log *manifest.Log) (rep Report, cacheErr, err error) {
 	c, err := Open(root, mode, cfg)
 	if err != nil {
-		return Report{}, err
+		return Report{}, nil, err
 	}
-	rep, err := Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
+	rep, err = Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
 	if err != nil {
-		return Report{}, err
+		return Report{}, nil, err
 	}
-	_ = c.SaveCache() // the next run computes what it could not keep
-	return rep, nil
+	return rep, c.SaveCache(), nil
 }
 
 // Scan checks the references of every active section of
