@@ -46,6 +46,9 @@ type Engine struct {
 	// that follows a session start reuses it while the journal is
 	// unchanged, so a session start folds the journal once.
 	folded *journal.Folded
+	// replayQuiet, when not zero, replaces quiet(mode) (tests: how long
+	// inputs must have been left alone for a pass replay record).
+	replayQuiet time.Duration
 }
 
 // New opens the memory of root with cfg (config.Load(root) or
@@ -97,6 +100,10 @@ type Pass struct {
 type Report struct {
 	heal.Result
 	Warnings []string `json:"-"`
+	// Replayed is set when the report is a replay: nothing the pass
+	// depends on changed since a pass that wrote nothing, and that pass's
+	// report was returned without reading a file (replay.go).
+	Replayed bool `json:"-"`
 }
 
 // Reconcile runs one pass: heal with the staleness pass under its lock and
@@ -108,6 +115,17 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		p.Now = time.Now()
 	}
 	var rep Report
+	var key string
+	var start *replayStart
+	if replayable(p) {
+		key = e.replayKey(p)
+		var res heal.Result
+		var ok bool
+		if res, ok, start = e.tryReplay(p, key); ok {
+			rep.Result, rep.Replayed = res, true
+			return rep, nil
+		}
+	}
 	opts := heal.Options{
 		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,
 		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
@@ -129,6 +147,11 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	res, err := heal.Reconcile(ctx, e.root, opts)
 	e.failed = err != nil
 	rep.Result = res
+	if start != nil && err == nil {
+		if err := e.recordReplay(key, res, start); err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("pass replay record not written (the next pass runs in full): %v", err))
+		}
+	}
 	if res.CacheErr != nil {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", res.CacheErr))
 	}

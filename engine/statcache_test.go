@@ -32,6 +32,11 @@ type twin struct {
 	// which files changed (touched: what inotify would report).
 	kept    *Engine
 	touched map[string]bool
+	// quiet, when set, lets A's engine replay a pass whose inputs were
+	// left alone that long (replay.go); every pass waits that long first.
+	// replays counts A's replayed passes.
+	quiet   time.Duration
+	replays int
 }
 
 const nArtifacts = 12
@@ -85,7 +90,14 @@ func (tw *twin) reconcile(what string) Report {
 	if tw.kept != nil {
 		ea, pa.Touched, tw.touched = tw.kept, tw.touched, map[string]bool{}
 	}
+	if tw.quiet > 0 {
+		ea.replayQuiet = tw.quiet
+		time.Sleep(tw.quiet + 5*time.Millisecond)
+	}
 	ra, errA := ea.Reconcile(context.Background(), pa)
+	if ra.Replayed {
+		tw.replays++
+	}
 	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true})
 	if (errA == nil) != (errB == nil) {
 		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
@@ -122,10 +134,16 @@ func (tw *twin) files(root string) string {
 		if err != nil {
 			return err
 		}
-		if p == cache {
-			return filepath.SkipDir
+		if p == cache || d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir // git's objects hold commit times
 		}
 		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			to, _ := os.Readlink(p)
+			rel, _ := filepath.Rel(root, p)
+			fmt.Fprintf(&buf, "== %s -> %s\n", rel, strings.ReplaceAll(to, root, "ROOT"))
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -309,13 +327,17 @@ func TestStatCacheProperty(t *testing.T) {
 				tw.kept = New(tw.a, tw.cfg, nil)
 				tw.reconcile("the kept engine's first pass")
 				tw.touched = map[string]bool{}
+			} else {
+				// A command's way: a new engine per pass, which replays
+				// a pass whose inputs did not change.
+				tw.quiet = 20 * time.Millisecond
 			}
 			arts := tw.artifacts()
 			saved := map[string][]byte{}
 			for i := range 25 {
 				rel := arts[rng.IntN(len(arts))]
 				var what string
-				switch rng.IntN(7) {
+				switch rng.IntN(11) {
 				case 0:
 					what = "delete " + rel
 					tw.do(func(root string) {
@@ -366,6 +388,43 @@ func TestStatCacheProperty(t *testing.T) {
 					what = "corrupt the cache"
 					tw.do(func(root string) {
 						os.WriteFile(cachedir.Path(root, statcache.FileName), []byte("garbage"), 0o644)
+						os.WriteFile(cachedir.Path(root, ReplayFile), []byte("garbage"), 0o644)
+					})
+				case 6:
+					// Another tool appends to the log between passes.
+					what = "another tool appends an observation"
+					line := readyObs(fmt.Sprintf("obs_t%02d", i), manifest.Pitfall, fmt.Sprintf("Pitfall %d in docs/missing-%d.md", i, i), "See src/gone.go.")
+					tw.do(func(root string) {
+						f, err := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+						if err == nil {
+							f.WriteString(line)
+							f.Close()
+						}
+					})
+				case 7:
+					// Another tool rewrites the manifest with the same
+					// bytes (a new inode, the same content).
+					what = "another tool rewrites the manifest"
+					tw.do(func(root string) {
+						p := manifest.PathsFor(root).Manifest
+						if b, err := os.ReadFile(p); err == nil {
+							os.WriteFile(p+".new", b, 0o644)
+							os.Rename(p+".new", p)
+						}
+					})
+				case 8:
+					// A file a reference names appears or goes (outside
+					// git the staleness pass resolves against the working
+					// tree).
+					what = "toggle src/gone.go"
+					tw.do(func(root string) {
+						p := filepath.Join(root, "src", "gone.go")
+						if _, err := os.Stat(p); err == nil {
+							os.Remove(p)
+							return
+						}
+						os.MkdirAll(filepath.Dir(p), 0o755)
+						os.WriteFile(p, []byte("package src\n"), 0o644)
 					})
 				default:
 					what = "nothing"
@@ -376,6 +435,16 @@ func TestStatCacheProperty(t *testing.T) {
 					tw.touched[rel] = true
 				}
 				tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
+			}
+			if tw.kept == nil {
+				// Left alone, the passes settle: recorded, confirmed,
+				// then replayed, identical to a full pass.
+				for i := range 3 {
+					tw.reconcile(fmt.Sprintf("settle %d", i))
+				}
+				if tw.replays == 0 {
+					t.Fatalf("no pass was replayed")
+				}
 			}
 		})
 	}

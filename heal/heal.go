@@ -153,6 +153,16 @@ type Result struct {
 	// Recorded counts the feedback events this pass appended
 	// (Options.Feedback).
 	Recorded int `json:"-"`
+	// Inputs are the absolute paths of the files this pass read or looked
+	// up (the log, the manifest, the usage file, the knowledge files and
+	// every artifact, present or missing); StaleInputs what the staleness
+	// pass depended on besides those. GitAsked is set when a missing or
+	// returned artifact made the pass ask git (absent or deleted?). They
+	// tell a caller, from stats alone, whether another pass could report
+	// anything else (the engine's pass replay).
+	Inputs      []string         `json:"-"`
+	StaleInputs staleness.Inputs `json:"-"`
+	GitAsked    bool             `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -189,6 +199,8 @@ type State struct {
 	Absent         map[string]bool
 	BackByCheckout map[string]bool
 	Head           string
+	// GitAsked is set when askGit opened the repository.
+	GitAsked bool
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
 	// Verified holds the artifact files (relative paths) the stat cache
@@ -470,6 +482,7 @@ func (st *State) askGit() {
 		return
 	}
 	g := openGit(st.Root)
+	st.GitAsked = true
 	st.Head = g.headHash()
 	// The oldest render first: it sets how far back history is read.
 	slices.SortStableFunc(missing, func(a, b item) int { return a.since.Compare(b.since) })
@@ -872,13 +885,14 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	st.Confirm = opts.Confirm
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
+	res.Inputs, res.GitAsked = st.inputs(p), st.GitAsked
 	if opts.Staleness != nil {
 		var saved []marks
 		if !opts.MarkTracked {
 			saved = saveMarks(st.Log)
 		}
-		n, cacheErr, err := stalePass(ctx, root, *opts.Staleness, st.Log)
-		res.StaleCacheErr = cacheErr
+		n, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, st.Log)
+		res.StaleCacheErr, res.StaleInputs = cacheErr, in
 		// git is asked only when the pass changed a mark.
 		if marksChanged(saved) && Tracked(root, p.Log) {
 			restoreMarks(saved)
@@ -1036,15 +1050,30 @@ func (r Result) Summary() string {
 // stalePass checks the knowledge files and the log's observations against
 // HEAD (the working tree outside git), marks the stale observations in log
 // and returns the number of stale references.
-func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, cacheErr, err error) {
+func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, in staleness.Inputs, cacheErr, err error) {
 	// Under the learning lock: the pass writes the staleness cache (a
 	// cache that cannot be written is only a warning).
 	rep, cacheErr, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
 	if err != nil {
-		return 0, nil, err
+		return 0, in, nil, err
 	}
 	staleness.Mark(log, rep.Stale)
-	return len(rep.Stale), cacheErr, nil
+	return len(rep.Stale), rep.Inputs, cacheErr, nil
+}
+
+// inputs lists the files the pass read or looked up (Result.Inputs).
+func (st *State) inputs(p manifest.Paths) []string {
+	seen := map[string]bool{p.Log: true, p.Manifest: true, p.Usage: true, p.Decisions: true, p.Pitfalls: true}
+	for _, rel := range st.Rel {
+		seen[filepath.Join(st.Root, filepath.FromSlash(rel))] = true
+	}
+	for path := range st.Refused {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(st.Root, filepath.FromSlash(path))
+		}
+		seen[path] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // verifiesAll reports whether a cached content matches every stored hash.

@@ -17,6 +17,10 @@ import (
 // tempInfix names WriteFile's temp files: ".<name>.tmp-<random hex>".
 const tempInfix = ".tmp-"
 
+// TempInfix is tempInfix for the packages that must tell WriteFile's temp
+// files apart (a directory listing that ignores them).
+const TempInfix = tempInfix
+
 // RemoveStaleTemps deletes WriteFile's temp files in dir that are older
 // than age: a process killed mid-write leaves one behind. The age bound
 // keeps the temp file of a write still in progress safe. A dir that is not

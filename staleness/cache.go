@@ -285,6 +285,7 @@ func (c *Checker) loadCache() {
 	c.cache.file = cachedir.Path(c.root, CacheName)
 	if c.repo != nil && c.head != nil {
 		var headHash plumbing.Hash = c.head.Hash
+		c.dep(c.indexFile())
 		if id := indexIdentity(c.indexFile()); id != "" {
 			c.cache.treeKey = fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%d\x00%q", c.mode, headHash, id, c.prefix, c.depth, c.ignore)
 		}
@@ -328,6 +329,7 @@ func (c *Checker) loadCache() {
 		return
 	}
 	for _, d := range sec.Ignore {
+		c.dep(d.Name)
 		if readIgnoreDep(d.Name) != d {
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -117,6 +118,50 @@ type Checker struct {
 	// index only when a reference not in the cache needs it.
 	idxLazy bool
 	cache   cacheState
+	// deps and dirs are what the result depends on besides the log and
+	// the knowledge files (Report.Inputs): files read or looked up on
+	// disk, directories listed.
+	deps map[string]bool
+	dirs []string
+}
+
+// dep notes that the result depends on the file at abs (read, or looked
+// up and found missing).
+func (c *Checker) dep(abs string) {
+	if c.deps == nil {
+		c.deps = map[string]bool{}
+	}
+	c.deps[abs] = true
+}
+
+// Inputs are what a scan's result depends on besides the learning log and
+// the knowledge files, for a caller that wants to know, from stats alone,
+// whether a new scan could report anything else (the engine's pass
+// replay): the files the scan read or looked up on disk, the directories
+// it listed, and the git tree.
+type Inputs struct {
+	// Files are absolute paths: sources, ignore files, the git index,
+	// files looked up in the working tree (present or not).
+	Files []string
+	// Dirs are the directories listed (the working tree outside git).
+	Dirs []string
+	// Git is set inside a git repository; Head is the checked commit
+	// ("" before the first one). A new commit means a new scan.
+	Git  bool
+	Head string
+}
+
+// inputs returns what this Checker's runs depended on so far.
+func (c *Checker) inputs() Inputs {
+	in := Inputs{Git: c.repo != nil, Dirs: slices.Clone(c.dirs)}
+	if c.head != nil {
+		in.Head = c.head.Hash.String()
+	}
+	for f := range c.deps {
+		in.Files = append(in.Files, f)
+	}
+	sort.Strings(in.Files)
+	return in
 }
 
 // WithContext makes the history walk stop when ctx ends (a hook's
@@ -232,6 +277,7 @@ func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*
 		c.idxLazy = true
 		c.source = sourceIndex
 	case indexMode:
+		c.dep(c.indexFile())
 		idx, err := readIndex(repo)
 		if err != nil {
 			return nil, err
@@ -266,6 +312,7 @@ func (c *Checker) ensureIndex() {
 		return
 	}
 	c.idxLazy = false
+	c.dep(c.indexFile())
 	idx, err := readIndex(c.repo)
 	if err != nil {
 		c.fail(err)
@@ -455,7 +502,9 @@ func (c *Checker) present(p string) bool {
 	case sourceHead:
 		_, v = c.headEntry(c.prefix + p)
 	default:
-		_, err := os.Lstat(filepath.Join(c.root, filepath.FromSlash(p)))
+		abs := filepath.Join(c.root, filepath.FromSlash(p))
+		c.dep(abs)
+		_, err := os.Lstat(abs)
 		v = err == nil
 	}
 	c.exists[p] = v
@@ -528,6 +577,7 @@ func (c *Checker) blobLines(h plumbing.Hash, p string) int {
 // fileLines counts the lines of a working-tree file; a path that leaves
 // the root through a symlink is not read.
 func (c *Checker) fileLines(p string) int {
+	c.dep(filepath.Join(c.root, filepath.FromSlash(p)))
 	abs, _, err := manifest.Resolve(c.root, p)
 	if err != nil {
 		return -1

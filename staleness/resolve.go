@@ -248,6 +248,7 @@ func (c *Checker) listing() []string {
 	switch c.source {
 	case sourceIndex:
 	case sourceHead:
+		c.dep(c.indexFile())
 		if idx, err := readIndex(c.repo); err == nil && len(idx.Entries) > 0 {
 			c.names = make([]string, 0, len(idx.Entries))
 			for _, e := range idx.Entries {
@@ -304,6 +305,7 @@ func (c *Checker) listWorktree() []string {
 			if d.Name() == ".git" || d.Name() == "node_modules" {
 				return filepath.SkipDir
 			}
+			c.dirs = append(c.dirs, p)
 			return nil
 		}
 		if len(out) >= maxWorktreeFiles {
@@ -362,6 +364,7 @@ func (c *Checker) readIgnore(name string, domain []string) []gitignore.Pattern {
 	if c.top == "" {
 		return nil
 	}
+	c.dep(name)
 	data, ok := readIgnoreBytes(name)
 	c.noteIgnore(name, data, ok)
 	if !ok {

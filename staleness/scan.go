@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -30,6 +31,9 @@ type Report struct {
 	Sources []string `json:"sources,omitempty"`
 	// Refs is how every reference resolved (Options.Explain).
 	Refs []Resolution `json:"refs,omitempty"`
+	// Inputs are what the report depends on besides the log and the
+	// knowledge files.
+	Inputs Inputs `json:"-"`
 }
 
 // ScanTree opens the tree mode names (Open) and scans the knowledge files and
@@ -81,6 +85,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	kopts := opts
 	kopts.LinkBase = knowledgeDir
 	for _, file := range []string{paths.Decisions, paths.Pitfalls} {
+		c.dep(file)
 		src, err := readKnowledge(root, file)
 		if err != nil {
 			return Report{}, err
@@ -108,6 +113,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		if read >= maxSourceBytes {
 			break
 		}
+		c.dep(filepath.Join(root, filepath.FromSlash(sf.Path)))
 		src, err := readBounded(root, sf.Path, maxSourceFile)
 		if err != nil {
 			// A source in the tree but not on disk (or too large, or a
@@ -158,6 +164,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		// The history walk stopped early: a rename may read as a removal.
 		return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 	}
+	rep.Inputs = c.inputs()
 	return rep, nil
 }
 

@@ -1,0 +1,431 @@
+package engine
+
+// The pass replay: a reconcile whose inputs have not changed since a pass
+// that changed nothing reports what that pass reported, from stats alone.
+//
+// A pass depends on files (the log, the manifest, the usage file, the
+// knowledge files, every artifact present or missing, the staleness
+// sources and ignore files, the git index), on the directories the
+// staleness pass listed outside git, on the directories on the way to each
+// of those files (a directory swapped for a symlink changes what a pass
+// may read), on HEAD's commit, on the configuration and on what the pass
+// was asked (and, for the session-start pass, on the UTC day). After a
+// full pass that wrote nothing, the engine records all of that with the
+// pass's report in .memory/.cache/pass.replay. The next pass stats every
+// recorded path; when all of them are unchanged it returns the recorded
+// report without reading a file.
+//
+// A record is only trusted once confirmed: a full pass whose inputs, stat'ed
+// before it read anything, were still the same after it (so what it read
+// is what the stats describe) and none of which had changed in the
+// moments before it started (a file rewritten twice within one clock tick
+// of the file system can keep its stat: git's "racily clean" problem).
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// ReplayFile is the pass replay's file in the cache directory.
+const ReplayFile = "pass.replay"
+
+// replayMagic starts the file; another version is ignored.
+const replayMagic = "learnwatch pass replay 1\n"
+
+// maxReplay bounds the file read.
+const maxReplay = 64 << 20
+
+// quiet is how long the inputs of a pass must have been left alone before
+// it for its record to be confirmed: longer than the timestamp granularity
+// of the file systems the default stat check is meant for (Linux file
+// systems stamp with the kernel's coarse clock, a few milliseconds).
+// check_stat: minimal, for file systems whose stats are less reliable, asks
+// for two seconds (FAT's granularity).
+func quiet(mode statcache.Mode) time.Duration {
+	if mode == statcache.Minimal {
+		return 2 * time.Second
+	}
+	return 100 * time.Millisecond
+}
+
+// depKind says how a recorded path is compared.
+type depKind uint8
+
+const (
+	// depFile: size, mtime, ctime, inode and file type (missing counts).
+	depFile depKind = iota
+	// depWay: a directory on the way to an input: inode and type only.
+	depWay
+	// depList: a directory whose listing was read: like depFile.
+	depList
+)
+
+// depStat is a recorded path's state. Type is the file type bits
+// (0 when missing). Names is, for a listed directory, a hash of its
+// entries' names (learnwatch's own lock directories and temp files left
+// out): a lock taken and released changes the directory's mtime, not its
+// listing.
+type depStat struct {
+	statcache.Stat
+	Type  uint32
+	Names [32]byte
+}
+
+// replayRecord is the file's content.
+type replayRecord struct {
+	Key       string
+	Confirmed bool
+	Paths     []string
+	Kinds     []depKind
+	Stats     []depStat
+	Head      string // HEAD's commit when the pass was in a git repository
+	Report    []byte // heal.Result, JSON
+	Kept      []string
+}
+
+// replayable reports whether a pass p may be answered by a replay or
+// recorded for one: passes with the watcher's grace window, render or a
+// list of touched files, and passes without the stat cache, always run.
+func replayable(p Pass) bool {
+	return p.Confirm == nil && !p.Render && p.Touched == nil && !p.NoStatCache
+}
+
+// replayKey is what a recorded report was asked with: the binary, the
+// root, the configuration, the pass's own options and, for the
+// session-start pass, the UTC day (its kept events are once a day).
+func (e *Engine) replayKey(p Pass) string {
+	h := sha256.New()
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	cfg, _ := json.Marshal(e.cfg)
+	fmt.Fprintf(h, "%s\x00%s\x00%t\x00%t\x00%s\x00%s\x00", e.root, cfg, p.MarkTracked, p.NoFeedback,
+		os.Getenv("GIT_INDEX_FILE"), os.Getenv("GIT_DIR"))
+	if p.Session {
+		fmt.Fprintf(h, "session %s\x00", p.Now.UTC().Format(time.DateOnly))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// lstatDep returns the state of path now.
+func lstatDep(path string) depStat {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return depStat{}
+	}
+	// Bit 0 marks a path that exists (a regular file's type bits are 0).
+	return depStat{Stat: statcache.StatOf(fi), Type: uint32(fi.Mode().Type()) | 1}
+}
+
+// same compares a recorded state with the state now under kind and mode
+// (for a listed directory, now.Names must be filled: see namesFor).
+func same(k depKind, was, now depStat, mode statcache.Mode) bool {
+	if was.Type != now.Type {
+		return false
+	}
+	if was.Type == 0 {
+		return true // missing then and now
+	}
+	switch k {
+	case depWay:
+		return mode == statcache.Minimal || was.Ino == now.Ino
+	case depList:
+		return (mode == statcache.Minimal || was.Ino == now.Ino) && was.Names == now.Names
+	default:
+		return statcache.Same(statcache.Entry{Stat: was.Stat}, now.Stat, mode)
+	}
+}
+
+// volatile names the entries a listed directory's hash leaves out: the
+// learning lock and its queue, atomic writes' temp files.
+func volatile(name string) bool {
+	return strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".lock.queue") ||
+		strings.HasPrefix(name, ".") && strings.Contains(name, manifest.TempInfix)
+}
+
+// namesHash hashes the sorted names of dir's entries (volatile ones left
+// out); the zero hash when it cannot be listed.
+func namesHash(dir string) [32]byte {
+	f, err := os.Open(dir)
+	if err != nil {
+		return [32]byte{}
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return [32]byte{}
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, n := range names {
+		if !volatile(n) {
+			h.Write([]byte(n))
+			h.Write([]byte{0})
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// readReplay reads the record of root; nil when there is none usable.
+func readReplay(root string) *replayRecord {
+	data, err := safefs.ReadFile(cachedir.Path(root, ReplayFile), maxReplay)
+	if err != nil || !bytes.HasPrefix(data, []byte(replayMagic)) {
+		return nil
+	}
+	var r replayRecord
+	if gob.NewDecoder(bytes.NewReader(data[len(replayMagic):])).Decode(&r) != nil ||
+		len(r.Kinds) != len(r.Paths) || len(r.Stats) != len(r.Paths) {
+		return nil
+	}
+	return &r
+}
+
+// statsNow stats every path of r.
+func statsNow(r *replayRecord) []depStat {
+	out := make([]depStat, len(r.Paths))
+	for i, p := range r.Paths {
+		out[i] = lstatDep(p)
+	}
+	return out
+}
+
+// changedAt is the index of the first recorded path whose state changed,
+// -1 when none did. It fills now's listing hashes: the recorded one when
+// the directory's stat is unchanged, else the directory is listed.
+func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) int {
+	first := -1
+	for i := range r.Paths {
+		if r.Kinds[i] == depList {
+			if statcache.Same(statcache.Entry{Stat: r.Stats[i].Stat}, now[i].Stat, mode) {
+				now[i].Names = r.Stats[i].Names
+			} else if now[i].Type != 0 {
+				now[i].Names = namesHash(r.Paths[i])
+			}
+		}
+		if first < 0 && !same(r.Kinds[i], r.Stats[i], now[i], mode) {
+			first = i
+		}
+	}
+	return first
+}
+
+// headNow is HEAD's commit of the repository at root ("" when there is
+// none), read with go-git.
+func headNow(root string) string {
+	repo, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if err != nil {
+		return ""
+	}
+	ref, err := repo.Head()
+	if err != nil {
+		return ""
+	}
+	return ref.Hash().String()
+}
+
+// replayStart is what the replay check learnt before a full pass: the
+// record it found (with the same key) and its paths' stats, taken before
+// the pass read anything.
+type replayStart struct {
+	at    time.Time
+	rec   *replayRecord
+	stats []depStat
+}
+
+// tryReplay answers p from the record when nothing it depends on changed.
+// It returns what it stat'ed for the full pass's confirmation.
+func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart) {
+	start := &replayStart{at: time.Now()}
+	rec := readReplay(e.root)
+	if rec == nil || rec.Key != key {
+		return heal.Result{}, false, start
+	}
+	start.rec, start.stats = rec, statsNow(rec)
+	if i := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat)); i >= 0 {
+		e.log.Debug("pass replay: input changed", "path", rec.Paths[i])
+		return heal.Result{}, false, start
+	}
+	if !rec.Confirmed {
+		e.log.Debug("pass replay: record not confirmed yet")
+		return heal.Result{}, false, start
+	}
+	if want := strings.TrimPrefix(rec.Head, "none"); rec.Head != "" && headNow(e.root) != want {
+		return heal.Result{}, false, start
+	}
+	var res heal.Result
+	if json.Unmarshal(rec.Report, &res) != nil {
+		return heal.Result{}, false, start
+	}
+	res.Kept = rec.Kept
+	return res, true, start
+}
+
+// deps lists what the full pass res depended on: its inputs, the
+// staleness pass's, the inbox, an interrupted feedback record and the kept
+// stamp, the directories on the way to each, the directories listed, and
+// outside git the .git a repository would add.
+func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
+	kind := map[string]depKind{}
+	add := func(p string, k depKind) {
+		if old, ok := kind[p]; !ok || old == depWay {
+			kind[p] = k
+		}
+	}
+	files := slices.Concat(res.Inputs, res.StaleInputs.Files, []string{
+		filepath.Join(root, ".memory", inbox.Dir),
+		journal.Path(root, journal.PassFile),
+		journal.Path(root, journal.KeptFile),
+	})
+	for _, f := range files {
+		add(f, depFile)
+	}
+	for _, d := range res.StaleInputs.Dirs {
+		add(d, depList)
+	}
+	// Every directory from the root down to each input's parent: one
+	// swapped for a symlink would change what the pass may read.
+	add(root, depWay)
+	for _, f := range files {
+		rel, err := filepath.Rel(root, f)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			continue
+		}
+		for d := filepath.Dir(rel); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+			add(filepath.Join(root, d), depWay)
+		}
+	}
+	if !res.StaleInputs.Git {
+		// A repository created here (or above) would change the check.
+		for d := root; ; d = filepath.Dir(d) {
+			add(filepath.Join(d, ".git"), depFile)
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	paths = make([]string, 0, len(kind))
+	for p := range kind {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	kinds = make([]depKind, len(paths))
+	for i, p := range paths {
+		kinds[i] = kind[p]
+	}
+	return paths, kinds
+}
+
+// recordable reports whether a full pass left the memory as it found it,
+// so that its report is what any pass on the same inputs reports.
+func recordable(res heal.Result) bool {
+	in := res.Inbox
+	// No Inputs: there was no learning log, nothing was looked at (and no
+	// .memory to put a record in).
+	return len(res.Inputs) > 0 && len(res.Wrote) == 0 && res.Recorded == 0 &&
+		in.Drained+in.Completed+in.Observations+in.Events+in.Feedback == 0 && len(in.Rejected) == 0 && in.Skipped == "" &&
+		!res.GitAsked && res.CacheErr == nil && res.StaleCacheErr == nil
+}
+
+// recordReplay writes the record of a full pass res (or removes a record
+// that no longer describes the memory). start is what tryReplay stat'ed.
+// The record is disposable: an error writing it (a full disk) is returned
+// for a warning, a read-only memory directory is not one.
+func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) error {
+	path := cachedir.Path(e.root, ReplayFile)
+	if !recordable(res) {
+		if start.rec != nil {
+			_ = os.Remove(path)
+		}
+		return nil
+	}
+	paths, kinds := deps(e.root, res)
+	rec := replayRecord{Key: key, Paths: paths, Kinds: kinds, Kept: res.Kept}
+	rec.Stats = statsNow(&rec)
+	for i, k := range rec.Kinds {
+		if k == depList && rec.Stats[i].Type != 0 {
+			rec.Stats[i].Names = namesHash(rec.Paths[i])
+		}
+	}
+	if res.StaleInputs.Git {
+		if rec.Head = res.StaleInputs.Head; rec.Head == "" {
+			rec.Head = "none"
+		}
+	}
+	mode := statcache.ModeOf(e.cfg.Engine.CheckStat)
+	wait := quiet(mode)
+	if e.replayQuiet > 0 {
+		wait = e.replayQuiet
+	}
+	why := unconfirmed(start, &rec, mode, wait)
+	rec.Confirmed = why == ""
+	e.log.Debug("pass replay recorded", "paths", len(rec.Paths), "confirmed", rec.Confirmed, "why_not", why)
+	report, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	rec.Report = report
+	var buf bytes.Buffer
+	buf.WriteString(replayMagic)
+	if err := gob.NewEncoder(&buf).Encode(&rec); err != nil {
+		return err
+	}
+	if _, err := cachedir.Ensure(e.root); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil
+		}
+		return err
+	}
+	if err := manifest.WriteFile(path, buf.Bytes(), 0o644); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return nil
+}
+
+// unconfirmed says why rec, the record of a full pass, cannot be trusted
+// yet ("" when it can): its inputs were not stat'ed before the pass (no
+// record, or one with other paths), one changed during the pass, or one
+// changed less than wait before it (only files: listed directories are
+// compared by their names, the directories on the way by their inode).
+func unconfirmed(start *replayStart, rec *replayRecord, mode statcache.Mode, wait time.Duration) string {
+	if start.rec == nil {
+		return "first record"
+	}
+	if !slices.Equal(start.rec.Paths, rec.Paths) || !slices.Equal(start.rec.Kinds, rec.Kinds) {
+		return "other inputs than the last record"
+	}
+	ns := start.at.Add(-wait).UnixNano()
+	for i, k := range rec.Kinds {
+		if !same(k, start.stats[i], rec.Stats[i], mode) {
+			return "changed during the pass: " + rec.Paths[i]
+		}
+		if s := rec.Stats[i]; k == depFile && (s.Mtime >= ns || s.Ctime >= ns) {
+			return "changed just before the pass: " + rec.Paths[i]
+		}
+	}
+	return ""
+}

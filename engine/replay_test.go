@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// settle reconciles tw until A's engine replays a pass (the record is
+// written, confirmed, then used), each pass compared with a full one.
+func settle(t *testing.T, tw *twin) {
+	t.Helper()
+	tw.quiet = 20 * time.Millisecond
+	before := tw.replays
+	for i := 0; i < 4 && tw.replays == before; i++ {
+		tw.reconcile("settle")
+	}
+	if tw.replays == before {
+		t.Fatal("left alone, no pass was replayed")
+	}
+}
+
+// notReplayed runs op on both repositories and requires the next pass to
+// be a full one, identical to B's.
+func notReplayed(t *testing.T, tw *twin, what string, op func(root string)) Report {
+	t.Helper()
+	tw.do(op)
+	before := tw.replays
+	r := tw.reconcile(what)
+	if tw.replays != before {
+		t.Fatalf("%s: the pass was replayed", what)
+	}
+	return r
+}
+
+// gitTwin makes both roots git repositories with one commit of everything.
+func gitTwin(t *testing.T, tw *twin) {
+	t.Helper()
+	tw.do(func(root string) {
+		putFile(t, root, "src/cache.go", "package src\n")
+		putFile(t, root, "src/store.go", "package src\n")
+		gitRun(t, root, "init", "-q", "-b", "main")
+		gitRun(t, root, "add", "-A")
+		gitRun(t, root, "commit", "-q", "-m", "initial")
+	})
+}
+
+func gitRun(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	run(t, "git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
+}
+
+// Every change a pass depends on makes the next pass a full one, whose
+// report and files are those of a pass that never replays.
+func TestReplayInvalidation(t *testing.T) {
+	cases := []struct {
+		name string
+		git  bool
+		op   func(t *testing.T, tw *twin, root string)
+		want func(r Report) bool
+	}{
+		{"artifact rewritten at the same size and mtime", false, func(t *testing.T, tw *twin, root string) {
+			rewriteSameSize(t, root, tw.artifacts()[2])
+		}, edited},
+		{"artifact deleted", false, func(t *testing.T, tw *twin, root string) {
+			os.Remove(filepath.Join(root, tw.artifacts()[2]))
+		}, func(r Report) bool { return r.Deletions == 1 }},
+		{"knowledge file edited", false, func(t *testing.T, tw *twin, root string) {
+			p := manifest.PathsFor(root).Decisions
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, append(b, "\nSee `src/removed_module.go` for the details.\n"...), 0o644)
+		}, func(r Report) bool { return r.Stale == 1 }},
+		{"another tool appended to the log", false, func(t *testing.T, tw *twin, root string) {
+			f, _ := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(readyObs("obs_new", manifest.Pitfall, "Cache keys collide", "See src/keys_old.go."))
+			f.Close()
+		}, func(r Report) bool { return r.Stale == 1 }},
+		{"a referenced file appears outside git", false, func(t *testing.T, tw *twin, root string) {
+			f, _ := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(readyObs("obs_new", manifest.Pitfall, "Cache keys collide", "See keys_old.go."))
+			f.Close()
+		}, func(r Report) bool { return r.Stale == 0 }},
+		{"a directory on the way swapped for a symlink", false, func(t *testing.T, tw *twin, root string) {
+			dir := filepath.Join(root, filepath.Dir(tw.artifacts()[0]))
+			moved := filepath.Join(root, "elsewhere")
+			os.Rename(dir, moved)
+			os.Symlink(moved, dir)
+		}, func(r Report) bool { return r.Unchanged == 13 }}, // inside the root: followed, like a full pass does
+		{"an inbox item", false, func(t *testing.T, tw *twin, root string) {
+			o := &manifest.Observation{ID: "obs_q", Type: manifest.Workflow, Pattern: "Queued while the lock was busy", Confidence: 0.5, Observations: 1, Status: manifest.Observing}
+			if _, err := inbox.Enqueue(root, testNow, []*manifest.Observation{o}); err != nil {
+				t.Fatal(err)
+			}
+		}, func(r Report) bool { return r.Inbox.Drained == 1 }},
+		{"the record from another version", false, func(t *testing.T, tw *twin, root string) {
+			p := cachedir.Path(root, ReplayFile)
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(b, []byte(replayMagic), []byte("learnwatch pass replay 0\n"), 1), 0o644)
+		}, func(r Report) bool { return true }},
+		{"a commit removes a referenced file", true, func(t *testing.T, tw *twin, root string) {
+			gitRun(t, root, "rm", "-q", "src/store.go")
+			gitRun(t, root, "commit", "-q", "-m", "drop the store")
+		}, func(r Report) bool { return r.Stale == 1 }},
+		{"a staged removal (HEAD unchanged)", true, func(t *testing.T, tw *twin, root string) {
+			gitRun(t, root, "rm", "-q", "--cached", "src/cache.go")
+		}, func(r Report) bool { return true }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tw := newTwin(t, "")
+			// Both name src/store.go (and keys_old.go) somewhere.
+			tw.do(func(root string) {
+				f, _ := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString(readyObs("obs_ref", manifest.Pitfall, "Store writes race", "See `src/store.go` and `src/cache.go`."))
+				f.Close()
+			})
+			if c.git {
+				gitTwin(t, tw)
+			} else {
+				tw.do(func(root string) {
+					putFile(t, root, "src/store.go", "package src\n")
+					putFile(t, root, "src/cache.go", "package src\n")
+				})
+			}
+			settle(t, tw)
+			if c.name == "a referenced file appears outside git" {
+				notReplayed(t, tw, "reference a missing bare name", func(root string) { c.op(t, tw, root) })
+				settle(t, tw)
+				c.op = func(t *testing.T, tw *twin, root string) { putFile(t, root, "lib/keys_old.go", "package lib\n") }
+			}
+			r := notReplayed(t, tw, c.name, func(root string) { c.op(t, tw, root) })
+			if !c.want(r) {
+				t.Errorf("%s: %+v", c.name, r.Result)
+			}
+			settle(t, tw)
+		})
+	}
+}
+
+// The configuration and, for the session-start pass, the day are part of
+// what a record was asked: another one runs a full pass.
+func TestReplayKey(t *testing.T) {
+	root, _ := memory(t)
+	pass := func(cfg config.Config, p Pass) Report {
+		t.Helper()
+		time.Sleep(25 * time.Millisecond)
+		e := New(root, cfg, nil)
+		e.replayQuiet = 20 * time.Millisecond
+		r, err := e.Reconcile(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	cfg := config.Default()
+	day := Pass{Now: testNow, Session: true}
+	var r Report
+	for range 4 {
+		r = pass(cfg, day)
+	}
+	if !r.Replayed {
+		t.Fatal("a session pass left alone was not replayed")
+	}
+	next := Pass{Now: testNow.Add(24 * time.Hour), Session: true}
+	if r = pass(cfg, next); r.Replayed || r.Recorded == 0 {
+		t.Fatalf("the next day's session pass must run and record kept events: %+v", r)
+	}
+	other := cfg
+	other.Staleness.Extensions = append([]string{"proto"}, cfg.Staleness.Extensions...)
+	for range 3 {
+		pass(cfg, next)
+	}
+	if r = pass(other, next); r.Replayed {
+		t.Fatal("a pass with another configuration was replayed")
+	}
+}
+
+// A replayed pass writes nothing, not even its record.
+func TestReplayWritesNothing(t *testing.T) {
+	tw := newTwin(t, "")
+	settle(t, tw)
+	rec := cachedir.Path(tw.a, ReplayFile)
+	before, err := os.Stat(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filesBefore := tw.files(tw.a)
+	r := tw.reconcile("replayed")
+	if !r.Replayed || len(r.Wrote) != 0 {
+		t.Fatalf("not a replay: %+v", r)
+	}
+	after, _ := os.Stat(rec)
+	if !after.ModTime().Equal(before.ModTime()) || tw.files(tw.a) != filesBefore {
+		t.Error("a replayed pass wrote")
+	}
+}
