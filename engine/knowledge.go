@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/gitdiff"
 	"github.com/learnwatch/learnwatch/index"
 	"github.com/learnwatch/learnwatch/journal"
@@ -33,13 +32,40 @@ type IndexOptions struct {
 // (feedback, maturity, recency, the branch's changed files), marks those
 // with a stale file reference and fits them to the budget. The warnings
 // are for a person (ranking without feedback).
+//
+// The learning log (when the caller has none) and the stale marks are read
+// and checked while the entries are loaded and ranked: a session start
+// waits for the slower of them, not their sum.
 func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
+	logc := make(chan *manifest.Log, 1)
+	if o.Log != nil {
+		logc <- o.Log
+	} else {
+		go func() {
+			log, _ := manifest.ReadLog(manifest.PathsFor(e.root).Log)
+			logc <- log
+		}()
+	}
 	entries, err := index.Load(e.root)
 	if err != nil {
 		return index.Result{}, nil, err
 	}
-	entries, avoid, warn := e.Rank(entries, o.Log, o.Role, o.Now)
-	entries = e.markStale(entries)
+	refs := e.entryRefs(entries)
+	ids := make([]string, 0, len(entries))
+	for _, en := range entries {
+		ids = append(ids, en.ID)
+	}
+	marksc := make(chan map[string]string, 1)
+	go func() { marksc <- e.staleMarks(ids, refs) }()
+	log := <-logc
+	if log == nil {
+		log = &manifest.Log{}
+	}
+	entries, avoid, warn := e.rank(entries, refs, log, o.Role, o.Now)
+	marks := <-marksc
+	for i := range entries {
+		entries[i].Stale = marks[entries[i].ID]
+	}
 	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), warn, nil
 }
 
@@ -47,6 +73,23 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 // their scores and evidence tags for role, plus the anti-pattern lines.
 // log is the learning log when the caller has it, else nil.
 func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
+	return e.rank(entries, e.entryRefs(entries), log, role, now)
+}
+
+// entryRefs extracts the references of each entry (staleness.EntryRefs,
+// through its cache): what ranking by the branch's changed files and the
+// stale marks both read.
+func (e *Engine) entryRefs(entries []index.Entry) map[string][]staleness.Ref {
+	ids := make([]string, 0, len(entries))
+	texts := make(map[string]string, len(entries))
+	for _, en := range entries {
+		ids = append(ids, en.ID)
+		texts[en.ID] = en.Text
+	}
+	return staleness.EntryRefs(e.root, e.cfg.Staleness, ids, texts)
+}
+
+func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
 	var warn []string
 	params := learn.ParamsFrom(e.cfg.Learn)
 	// The fold of the policy refresh this engine just made, while the
@@ -74,7 +117,7 @@ func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now
 	usage, _ := manifest.ReadUsage(manifest.PathsFor(e.root).Usage)
 	cands := make([]learn.Candidate, len(entries))
 	for i, en := range entries {
-		cands[i] = candidateOf(en, log, usage, e.cfg.Staleness)
+		cands[i] = candidateOf(en, log, usage, refs[en.ID])
 	}
 	ranked := learn.RankWith(cands, stats, now, e.changedFiles(), params)
 	score := map[string]float64{}
@@ -93,8 +136,13 @@ func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now
 	}
 	var avoid []string
 	// Observations are anti-pattern candidates too: an AVOID line names the
-	// observation's pattern, not its id.
-	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log)...)) {
+	// observation's pattern, not its id. Only an inverted one can be one:
+	// only those lines are decoded.
+	inverted := func(e manifest.LogEntry) bool {
+		s, ok := stats[e.ID]
+		return ok && learn.Inverted(s)
+	}
+	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log, inverted)...)) {
 		avoid = append(avoid, ap.Text)
 	}
 	return out, avoid, warn
@@ -117,18 +165,22 @@ func (e *Engine) Candidates() ([]learn.Candidate, error) {
 		usage = &manifest.Usage{}
 	}
 	out := make([]learn.Candidate, 0, len(entries))
+	refs := e.entryRefs(entries)
 	for _, en := range entries {
-		out = append(out, candidateOf(en, log, usage, e.cfg.Staleness))
+		out = append(out, candidateOf(en, log, usage, refs[en.ID]))
 	}
-	return append(out, observationCandidates(log)...), nil
+	return append(out, observationCandidates(log, nil)...), nil
 }
 
 // observationCandidates lists the log's workflow and procedural
-// observations as learning candidates (their pattern is what an AVOID line
-// names). Only those lines are decoded.
-func observationCandidates(log *manifest.Log) []learn.Candidate {
+// observations (those keep selects, all when nil) as learning candidates
+// (their pattern is what an AVOID line names). Only those lines are
+// decoded.
+func observationCandidates(log *manifest.Log, keep func(manifest.LogEntry) bool) []learn.Candidate {
 	var out []learn.Candidate
-	for _, o := range log.Observations() {
+	for _, o := range log.Select(func(e manifest.LogEntry) bool {
+		return (e.Type == manifest.Workflow || e.Type == manifest.Procedural) && (keep == nil || keep(e))
+	}) {
 		if o.Type == manifest.Workflow || o.Type == manifest.Procedural {
 			out = append(out, learn.Candidate{ID: o.ID, Type: o.Type, Title: o.Pattern, Status: o.Status,
 				BaseScore: o.Confidence, Pattern: o.Pattern, Text: o.Pattern + "\n" + o.Details})
@@ -139,9 +191,9 @@ func observationCandidates(log *manifest.Log) []learn.Candidate {
 
 // candidateOf turns an index entry into a ranking candidate: its base
 // score is the confidence of the observation it was rendered from, 1.0 for
-// a human-written entry; the files it references make it relevant to a
-// branch that changes them.
-func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, st config.Staleness) learn.Candidate {
+// a human-written entry; the files it references (refs) make it relevant
+// to a branch that changes them.
+func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, refs []staleness.Ref) learn.Candidate {
 	c := learn.Candidate{ID: e.ID, Title: e.Title, Status: e.Status, Area: e.Area, Refs: e.Refs,
 		BaseScore: 1, Pattern: e.Title, Text: e.Text}
 	c.Type = manifest.Decision
@@ -162,7 +214,7 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, st con
 			c.Created, _ = time.Parse(time.RFC3339, s)
 		}
 	}
-	for _, r := range staleness.ExtractMarkdown([]byte(e.Text), staleness.OptionsFor(st)) {
+	for _, r := range refs {
 		c.Refs = append(c.Refs, r.Path)
 	}
 	return c
@@ -177,24 +229,16 @@ func (e *Engine) changedFiles() []string {
 	return files
 }
 
-// markStale sets index.Entry.Stale on the knowledge entries with a stale
-// file reference, so the session-start index warns the agent before it
-// follows one. A failed check marks nothing (the index is still built).
-func (e *Engine) markStale(entries []index.Entry) []index.Entry {
-	ids := make([]string, 0, len(entries))
-	texts := make(map[string]string, len(entries))
-	for _, en := range entries {
-		ids = append(ids, en.ID)
-		texts[en.ID] = en.Text
-	}
-	marks, err := staleness.EntryMarks(e.root, e.cfg.Staleness, ids, texts)
+// staleMarks returns, per knowledge entry (ids) with a stale file reference,
+// the first such reference (index.Entry.Stale), so the session-start index
+// warns the agent before it follows one. A failed check marks nothing (the
+// index is still built).
+func (e *Engine) staleMarks(ids []string, refs map[string][]staleness.Ref) map[string]string {
+	marks, err := staleness.EntryMarks(e.root, e.cfg.Staleness, ids, refs)
 	if err != nil {
 		e.log.Debug("index: staleness not checked", "err", err)
 	}
-	for i := range entries {
-		entries[i].Stale = marks[entries[i].ID]
-	}
-	return entries
+	return marks
 }
 
 // StaleKnowledge lists stale references of knowledge entries (ADR/PF) and

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // Size caps on reads. A file larger than its cap is refused.
@@ -190,9 +191,23 @@ func readCapped(f *os.File, path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, &RefusedError{Path: path, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", fi.Size(), max)}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+	// One allocation of the size the file has (plus room to see it grow)
+	// instead of io.ReadAll's doublings: the log and the journals are
+	// megabytes.
+	data := make([]byte, 0, min(fi.Size(), max)+512)
+	for int64(len(data)) <= max {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 64<<10)
+		}
+		end := min(int64(cap(data)), max+1)
+		n, err := f.Read(data[len(data):end])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
 	}
 	if int64(len(data)) > max {
 		return nil, &RefusedError{Path: path, Reason: fmt.Sprintf("grew over the %d-byte limit while read", max)}

@@ -255,13 +255,13 @@ func Mark(log *manifest.Log, findings []Finding) int {
 // hook must stay fast.
 const indexDepth = 200
 
-// EntryMarks returns, for each knowledge entry (id → its Markdown text)
-// with a stale reference, the first one as written: what the session-start
-// index shows as "[stale: ref]". The entries are checked against HEAD (the
-// working tree outside git) with a history walk of at most 200 commits;
-// only sure findings count — a path still unaccounted for when the walk
-// stopped early is not marked.
-func EntryMarks(root string, cfg config.Staleness, ids []string, texts map[string]string) (map[string]string, error) {
+// EntryMarks returns, for each knowledge entry (id → its references, as
+// EntryRefs extracts them) with a stale reference, the first one as
+// written: what the session-start index shows as "[stale: ref]". The
+// entries are checked against HEAD (the working tree outside git) with a
+// history walk of at most 200 commits; only sure findings count — a path
+// still unaccounted for when the walk stopped early is not marked.
+func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string][]Ref) (map[string]string, error) {
 	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
 		cfg.RenameDepth = indexDepth
 	}
@@ -271,12 +271,8 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, texts map[strin
 	if err != nil {
 		return nil, err
 	}
-	opts := OptionsFor(cfg)
-	opts.LinkBase = knowledgeDir
-	refs := make(map[string][]Ref, len(ids))
 	var all []Ref
 	for _, id := range ids {
-		refs[id] = ExtractMarkdown([]byte(texts[id]), opts)
 		all = append(all, refs[id]...)
 	}
 	c.resolveAll(all)

@@ -1,0 +1,81 @@
+package staleness
+
+import (
+	"bytes"
+	"encoding/gob"
+	"os"
+	"path/filepath"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// EntryRefsFile is the cache of the knowledge entries' references, in the
+// cache directory (.memory/.cache/entry-refs.cache): the session-start
+// index extracts the references of every ADR and PF entry (to mark the
+// stale ones and to rank by the branch's changed files), and most entries
+// have not changed since the last session. Keyed by a hash of each text
+// and the extraction options; small, disposable, read without the lock
+// and replaced atomically.
+const EntryRefsFile = "entry-refs.cache"
+
+// entryRefsMagic starts the file; another version is ignored.
+const entryRefsMagic = "learnwatch entry refs 1\n"
+
+// maxEntryRefs bounds the file read.
+const maxEntryRefs = 16 << 20
+
+type entryRefsFile struct {
+	Opts string
+	Refs map[[32]byte][]Ref
+}
+
+// EntryRefs returns the references of each knowledge entry (id → its
+// Markdown text), written relative to the knowledge directory, taking
+// unchanged entries' from the entry-refs cache and updating it (best
+// effort: a cache that cannot be written is only slower next time).
+func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string]string) map[string][]Ref {
+	opts := OptionsFor(cfg)
+	opts.LinkBase = knowledgeDir
+	okey := optionsKey(opts)
+	path := cachedir.Path(root, EntryRefsFile)
+	var old entryRefsFile
+	if data, err := safefs.ReadFile(path, maxEntryRefs); err == nil && bytes.HasPrefix(data, []byte(entryRefsMagic)) {
+		if gob.NewDecoder(bytes.NewReader(data[len(entryRefsMagic):])).Decode(&old) != nil || old.Opts != okey {
+			old = entryRefsFile{}
+		}
+	}
+	next := entryRefsFile{Opts: okey, Refs: make(map[[32]byte][]Ref, len(ids))}
+	out := make(map[string][]Ref, len(ids))
+	changed := false
+	for _, id := range ids {
+		k := textKey("entry", opts.LinkBase, texts[id])
+		refs, ok := old.Refs[k]
+		if !ok {
+			refs, changed = ExtractMarkdown([]byte(texts[id]), opts), true
+		}
+		next.Refs[k], out[id] = refs, refs
+	}
+	if changed || len(next.Refs) != len(old.Refs) {
+		saveEntryRefs(root, path, next)
+	}
+	return out
+}
+
+// saveEntryRefs writes the cache when the memory directory exists.
+func saveEntryRefs(root, path string, f entryRefsFile) {
+	if _, err := os.Lstat(filepath.Join(root, ".memory")); err != nil {
+		return
+	}
+	var buf bytes.Buffer
+	buf.WriteString(entryRefsMagic)
+	if gob.NewEncoder(&buf).Encode(&f) != nil {
+		return
+	}
+	if _, err := cachedir.Ensure(root); err != nil {
+		return
+	}
+	_ = manifest.WriteFile(path, buf.Bytes(), 0o644)
+}

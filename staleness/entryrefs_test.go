@@ -1,0 +1,56 @@
+package staleness
+
+import (
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+)
+
+// The cache of entry references gives what extraction gives: for
+// unchanged texts from the file, for a changed text or other options by
+// extracting again, and a corrupt file is ignored.
+func TestEntryRefsCache(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/.memory", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default().Staleness
+	ids := []string{"ADR-001", "PF-001"}
+	texts := map[string]string{
+		"ADR-001": "Use the store in `src/store.go`; see [the notes](../../docs/notes.md).",
+		"PF-001":  "Never call `Flush` from `cmd/server/main.go:40`.",
+	}
+	want := func(texts map[string]string, cfg config.Config) map[string][]Ref {
+		opts := OptionsFor(cfg.Staleness)
+		opts.LinkBase = knowledgeDir
+		out := map[string][]Ref{}
+		for _, id := range ids {
+			out[id] = ExtractMarkdown([]byte(texts[id]), opts)
+		}
+		return out
+	}
+	check := func(what string, cfg config.Config, texts map[string]string) {
+		t.Helper()
+		got := EntryRefs(root, cfg.Staleness, ids, texts)
+		if w := want(texts, cfg); !reflect.DeepEqual(got, w) {
+			t.Fatalf("%s: got %+v, want %+v", what, got, w)
+		}
+	}
+	full := config.Default()
+	full.Staleness = cfg
+	check("first (extracted)", full, texts)
+	if _, err := os.Stat(cachedir.Path(root, EntryRefsFile)); err != nil {
+		t.Fatalf("no cache written: %v", err)
+	}
+	check("second (from the cache)", full, texts)
+	texts["PF-001"] = "Never call `Flush` from `cmd/worker/main.go`."
+	check("a changed entry", full, texts)
+	other := full
+	other.Staleness.Extensions = []string{"md"}
+	check("other extensions", other, texts)
+	os.WriteFile(cachedir.Path(root, EntryRefsFile), []byte(entryRefsMagic+"garbage"), 0o644)
+	check("a corrupt cache", full, texts)
+}
