@@ -381,7 +381,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) e
 	if e.replayQuiet > 0 {
 		wait = e.replayQuiet
 	}
-	why := unconfirmed(start, &rec, mode, wait)
+	why := unconfirmed(e.root, start, &rec, mode, wait)
 	rec.Confirmed = why == ""
 	e.log.Debug("pass replay recorded", "paths", len(rec.Paths), "confirmed", rec.Confirmed, "why_not", why)
 	report, err := json.Marshal(res)
@@ -411,7 +411,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) e
 // record, or one with other paths), one changed during the pass, or one
 // changed less than wait before it (only files: listed directories are
 // compared by their names, the directories on the way by their inode).
-func unconfirmed(start *replayStart, rec *replayRecord, mode statcache.Mode, wait time.Duration) string {
+func unconfirmed(root string, start *replayStart, rec *replayRecord, mode statcache.Mode, wait time.Duration) string {
 	if start.rec == nil {
 		return "first record"
 	}
@@ -419,8 +419,15 @@ func unconfirmed(start *replayStart, rec *replayRecord, mode statcache.Mode, wai
 		return "other inputs than the last record"
 	}
 	ns := start.at.Add(-wait).UnixNano()
+	// The memory directory and the cache directory change while a pass
+	// holds the lock (the lock directory, the caches' atomic writes): their
+	// names are compared. Any other listed directory must not have changed
+	// at all: a file created and removed while the pass listed it leaves
+	// the same names, not the same mtime.
+	lockDirs := map[string]bool{filepath.Join(root, ".memory"): true, cachedir.Dir(root): true}
 	for i, k := range rec.Kinds {
-		if !same(k, start.stats[i], rec.Stats[i], mode) {
+		if !same(k, start.stats[i], rec.Stats[i], mode) ||
+			k == depList && !lockDirs[rec.Paths[i]] && !statcache.Same(statcache.Entry{Stat: start.stats[i].Stat}, rec.Stats[i].Stat, mode) {
 			return "changed during the pass: " + rec.Paths[i]
 		}
 		if s := rec.Stats[i]; k == depFile && (s.Mtime >= ns || s.Ctime >= ns) {

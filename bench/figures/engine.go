@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/learnwatch/learnwatch/fixture"
@@ -50,11 +51,14 @@ func engineRows(bin, tmp string) {
 
 	// Nothing changed: each tool on its own copy (the warm-up run is the
 	// first reconcile; learnwatch's fills its stat cache).
+	settle(bin, lwDir)
 	lw := timeCmd(bin, "--root", lwDir, "reconcile")
 	df := timeCmd(node, helper, "reconcile-manifest", dfDir)
 	floor := statFloor(tmp, lwDir)
-	row("reconcile, nothing changed, 10k obs / 2k artifacts / 200 entries (legacy manifest)", lw, "devflow `reconcile-manifest` (node)", df)
-	row("reconcile, nothing changed, same fixture", lw, "stat floor (`stat` of every manifest path)", floor)
+	row("reconcile, nothing changed (settled: replayed), 10k obs / 2k artifacts / 200 entries (legacy manifest)", lw, "devflow `reconcile-manifest` (node)", df)
+	row("reconcile, nothing changed (settled: replayed), same fixture", lw, "stat floor (`stat` of every manifest path)", floor)
+	full := timeTouched(manifest.PathsFor(lwDir).Log, bin, "--root", lwDir, "reconcile")
+	row("reconcile, nothing changed but the log touched (a full pass with the stat cache), same fixture", full, "devflow `reconcile-manifest` (node)", df)
 
 	// First reconcile after 100 deletions and 200 edits (and, for
 	// learnwatch, its staleness pass): a fresh copy per run.
@@ -112,6 +116,7 @@ func engineRows(bin, tmp string) {
 		evs = append(evs, learn.Event{TS: at.Add(time.Duration(i) * time.Minute), Target: target, Kind: kinds[i%len(kinds)], Value: 1, Source: "reconcile", Type: manifest.Workflow})
 	}
 	check(journal.AppendFeedback(lwDir, evs...))
+	settle(bin, lwDir)
 	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+lwDir+`"}`, bin, "hook", "session-start")
 	bare := timeCmd(bin, "version")
 	row(fmt.Sprintf("session-start hook, 10k obs, %dk-event feedback journal", *journalN/1000), hook, "bare start (`learnwatch version`)", bare)
@@ -119,7 +124,13 @@ func engineRows(bin, tmp string) {
 	if *engineBig {
 		big := filepath.Join(tmp, "big")
 		check(fixture.Generate(big, fixture.Spec{Observations: 100000, Artifacts: 20000, Entries: 2000, Seed: 1}))
-		runOnce(exec.Command(bin, "--root", big, "reconcile"), "") // fills the stat cache
+		first, ps := runOnce(exec.Command(bin, "--root", big, "reconcile"), "")
+		var firstRSS int64
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			firstRSS = ru.Maxrss * 1024
+		}
+		fmt.Printf("| reconcile, first pass, 100k obs / 20k artifacts (peak RSS %d MiB) | %s | | |\n", firstRSS>>20, ms(first))
+		settle(bin, big)
 		t, rss := medianRSS("", bin, "--root", big, "reconcile")
 		row(fmt.Sprintf("reconcile, nothing changed, 100k obs / 20k artifacts (peak RSS %d MiB)", rss>>20), t, "stat floor", statFloor(tmp, big))
 	}
