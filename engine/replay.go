@@ -32,6 +32,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ import (
 const ReplayFile = "pass.replay"
 
 // replayMagic starts the file; another version is ignored.
-const replayMagic = "learnwatch pass replay 1\n"
+const replayMagic = "learnwatch pass replay 2\n"
 
 // maxReplay bounds the file read.
 const maxReplay = 64 << 20
@@ -130,14 +131,12 @@ func (e *Engine) replayKey(p Pass) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// lstatDep returns the state of path now.
+// lstatDep returns the state of path now (lstat: a symlink is not
+// followed). Thousands of these are a replay's whole cost: no FileInfo is
+// allocated (statcache.LstatRaw).
 func lstatDep(path string) depStat {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return depStat{}
-	}
-	// Bit 0 marks a path that exists (a regular file's type bits are 0).
-	return depStat{Stat: statcache.StatOf(fi), Type: uint32(fi.Mode().Type()) | 1}
+	st, typ := statcache.LstatRaw(path)
+	return depStat{Stat: st, Type: typ}
 }
 
 // same compares a recorded state with the state now under kind and mode
@@ -191,25 +190,89 @@ func namesHash(dir string) [32]byte {
 	return sum
 }
 
+// diskRecord is replayRecord as stored: the stats as one flat list of
+// numbers and the listing hashes apart (gob decodes those far faster than
+// a list of structs holding arrays).
+type diskRecord struct {
+	Key       string
+	Confirmed bool
+	Paths     []string
+	Kinds     []depKind
+	Flat      []int64 // per path: size, mtime, ctime, inode, type
+	Names     map[int32][]byte
+	Head      string
+	Report    []byte
+	Kept      []string
+}
+
+const flatWidth = 5
+
+func toDisk(r *replayRecord) diskRecord {
+	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: r.Paths, Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: r.Kept,
+		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
+	for i, s := range r.Stats {
+		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
+		if s.Names != ([32]byte{}) {
+			d.Names[int32(i)] = s.Names[:]
+		}
+	}
+	return d
+}
+
+func fromDisk(d diskRecord) (*replayRecord, bool) {
+	n := len(d.Paths)
+	if len(d.Kinds) != n || len(d.Flat) != flatWidth*n {
+		return nil, false
+	}
+	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: d.Paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: d.Kept,
+		Stats: make([]depStat, n)}
+	for i := range r.Stats {
+		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
+		r.Stats[i] = depStat{Stat: statcache.Stat{Size: f[0], Mtime: f[1], Ctime: f[2], Ino: uint64(f[3])}, Type: uint32(f[4])}
+	}
+	for i, h := range d.Names {
+		if i < 0 || int(i) >= n || len(h) != 32 {
+			return nil, false
+		}
+		copy(r.Stats[i].Names[:], h)
+	}
+	return r, true
+}
+
 // readReplay reads the record of root; nil when there is none usable.
 func readReplay(root string) *replayRecord {
 	data, err := safefs.ReadFile(cachedir.Path(root, ReplayFile), maxReplay)
 	if err != nil || !bytes.HasPrefix(data, []byte(replayMagic)) {
 		return nil
 	}
-	var r replayRecord
-	if gob.NewDecoder(bytes.NewReader(data[len(replayMagic):])).Decode(&r) != nil ||
-		len(r.Kinds) != len(r.Paths) || len(r.Stats) != len(r.Paths) {
+	var d diskRecord
+	if gob.NewDecoder(bytes.NewReader(data[len(replayMagic):])).Decode(&d) != nil {
 		return nil
 	}
-	return &r
+	r, ok := fromDisk(d)
+	if !ok {
+		return nil
+	}
+	return r
 }
 
-// statsNow stats every path of r.
+// statsNow stats every path of r, on two goroutines for a long list (git's
+// core.preloadIndex does the same: the calls wait on the kernel, not on
+// each other).
 func statsNow(r *replayRecord) []depStat {
 	out := make([]depStat, len(r.Paths))
-	for i, p := range r.Paths {
-		out[i] = lstatDep(p)
+	stat := func(from, to int) {
+		for i := from; i < to; i++ {
+			out[i] = lstatDep(r.Paths[i])
+		}
+	}
+	if n := len(r.Paths); n >= 1024 && runtime.GOMAXPROCS(0) > 1 {
+		done := make(chan struct{})
+		go func() { stat(n/2, n); close(done) }()
+		stat(0, n/2)
+		<-done
+	} else {
+		stat(0, n)
 	}
 	return out
 }
@@ -391,7 +454,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) e
 	rec.Report = report
 	var buf bytes.Buffer
 	buf.WriteString(replayMagic)
-	if err := gob.NewEncoder(&buf).Encode(&rec); err != nil {
+	if err := gob.NewEncoder(&buf).Encode(toDisk(&rec)); err != nil {
 		return err
 	}
 	if _, err := cachedir.Ensure(e.root); err != nil {

@@ -18,7 +18,6 @@ import (
 	"maps"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -62,13 +61,12 @@ type Stat struct {
 	Ino   uint64 `json:"i"`
 }
 
-// StatOf extracts a Stat from a FileInfo (Lstat, never followed).
+// StatOf extracts a Stat from a FileInfo (Lstat, never followed). Where
+// the platform has no ctime or inode (stat_other.go) they stay 0: only
+// size and mtime then prove anything, as under Minimal.
 func StatOf(fi fs.FileInfo) Stat {
 	s := Stat{Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.Ctime = sys.Ctim.Sec*1e9 + sys.Ctim.Nsec
-		s.Ino = sys.Ino
-	}
+	s.Ctime, s.Ino = ctimeIno(fi)
 	return s
 }
 

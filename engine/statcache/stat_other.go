@@ -1,0 +1,21 @@
+//go:build !linux && !darwin
+
+package statcache
+
+import (
+	"io/fs"
+	"os"
+)
+
+// ctimeIno has no portable source on these platforms: 0, 0.
+func ctimeIno(fs.FileInfo) (int64, uint64) { return 0, 0 }
+
+// LstatRaw returns path's Stat and its file type bits with bit 0 set (0
+// when path does not exist or cannot be stat'ed).
+func LstatRaw(path string) (Stat, uint32) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return Stat{}, 0
+	}
+	return StatOf(fi), uint32(fi.Mode().Type()>>20) | 1
+}
