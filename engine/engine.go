@@ -49,6 +49,19 @@ type Engine struct {
 	// replayQuiet, when not zero, replaces quiet(mode) (tests: how long
 	// inputs must have been left alone for a pass replay record).
 	replayQuiet time.Duration
+	// logc, when set, receives the learning log read ahead for the next
+	// Index (a replayed session pass has no parsed log to hand over).
+	logc chan *manifest.Log
+}
+
+// prefetchLog starts reading the learning log for the next Index.
+func (e *Engine) prefetchLog() {
+	c := make(chan *manifest.Log, 1)
+	go func() {
+		log, _ := manifest.ReadLog(manifest.PathsFor(e.root).Log)
+		c <- log
+	}()
+	e.logc = c
 }
 
 // New opens the memory of root with cfg (config.Load(root) or
@@ -114,6 +127,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
+	e.logc = nil // a log read ahead is for the Index right after its pass only
 	var rep Report
 	var key string
 	var start *replayStart
@@ -125,6 +139,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			rep.Result, rep.Replayed = res, true
 			return rep, nil
 		}
+		e.logc = nil // read ahead for nothing: the full pass parses it
 	}
 	opts := heal.Options{
 		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,

@@ -38,9 +38,12 @@ type IndexOptions struct {
 // waits for the slower of them, not their sum.
 func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	logc := make(chan *manifest.Log, 1)
-	if o.Log != nil {
+	switch {
+	case o.Log != nil:
 		logc <- o.Log
-	} else {
+	case e.logc != nil:
+		logc, e.logc = e.logc, nil // read ahead by a replayed session pass
+	default:
 		go func() {
 			log, _ := manifest.ReadLog(manifest.PathsFor(e.root).Log)
 			logc <- log
@@ -57,11 +60,8 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	}
 	marksc := make(chan map[string]string, 1)
 	go func() { marksc <- e.staleMarks(ids, refs) }()
-	log := <-logc
-	if log == nil {
-		log = &manifest.Log{}
-	}
-	entries, avoid, warn := e.rank(entries, refs, log, o.Role, o.Now)
+	// The log is waited for only once the feedback is folded.
+	entries, avoid, warn := e.rank(entries, refs, func() *manifest.Log { return <-logc }, o.Role, o.Now)
 	marks := <-marksc
 	for i := range entries {
 		entries[i].Stale = marks[entries[i].ID]
@@ -73,7 +73,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 // their scores and evidence tags for role, plus the anti-pattern lines.
 // log is the learning log when the caller has it, else nil.
 func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
-	return e.rank(entries, e.entryRefs(entries), log, role, now)
+	return e.rank(entries, e.entryRefs(entries), func() *manifest.Log { return log }, role, now)
 }
 
 // entryRefs extracts the references of each entry (staleness.EntryRefs,
@@ -89,7 +89,10 @@ func (e *Engine) entryRefs(entries []index.Entry) map[string][]staleness.Ref {
 	return staleness.EntryRefs(e.root, e.cfg.Staleness, ids, texts)
 }
 
-func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
+// rank is Rank with the entries' references extracted and the log given
+// by a function called once the feedback is folded (the caller may still
+// be reading it); a nil log is read here.
+func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, getLog func() *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
 	var warn []string
 	params := learn.ParamsFrom(e.cfg.Learn)
 	// The fold of the policy refresh this engine just made, while the
@@ -108,6 +111,7 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, lo
 		warn = append(warn, fmt.Sprintf("fold snapshot not saved: %v", folded.SnapshotErr))
 	}
 	stats := folded.Stats
+	log := getLog()
 	if log == nil {
 		log, _ = manifest.ReadLog(manifest.PathsFor(e.root).Log)
 	}

@@ -328,6 +328,11 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	if rec == nil || rec.Key != key {
 		return heal.Result{}, false, start
 	}
+	if p.Session {
+		// The session index reads the log next: read it while the
+		// stats are taken (dropped if the pass is not replayed).
+		e.prefetchLog()
+	}
 	start.rec, start.stats = rec, statsNow(rec)
 	if i := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat)); i >= 0 {
 		e.log.Debug("pass replay: input changed", "path", rec.Paths[i])
