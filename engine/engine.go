@@ -136,6 +136,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		var res heal.Result
 		var ok bool
 		if res, ok, start = e.tryReplay(p, key); ok {
+			e.log.Debug("pass replayed: nothing it depends on changed", "inputs", len(start.rec.Paths))
 			rep.Result, rep.Replayed = res, true
 			return rep, nil
 		}
