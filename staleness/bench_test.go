@@ -112,3 +112,24 @@ func BenchmarkStaleHead(b *testing.B) { benchScan(b, Auto) }
 
 // BenchmarkPreCommit is the pre-commit hook's check.
 func BenchmarkPreCommit(b *testing.B) { benchScan(b, PreCommit) }
+
+// BenchmarkGoGitIndexDecode is the floor of `stale --staged` right after
+// the index changed: go-git decoding the fixture's 50,000-entry index (what
+// readIndex does), nothing else. Compare with `git ls-files` on the same
+// repository (bench/stalegen/ratio.sh).
+func BenchmarkGoGitIndexDecode(b *testing.B) {
+	dir := benchRepo(b)
+	c, err := Open(dir, Staged, config.Default().Staleness)
+	if err != nil {
+		b.Fatal(err)
+	}
+	entries := 0
+	for b.Loop() {
+		idx, err := readIndex(c.repo)
+		if err != nil {
+			b.Fatal(err)
+		}
+		entries = len(idx.Entries)
+	}
+	b.ReportMetric(float64(entries), "entries")
+}
