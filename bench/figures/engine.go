@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/learnwatch/learnwatch/fixture"
@@ -124,11 +123,7 @@ func engineRows(bin, tmp string) {
 	if *engineBig {
 		big := filepath.Join(tmp, "big")
 		check(fixture.Generate(big, fixture.Spec{Observations: 100000, Artifacts: 20000, Entries: 2000, Seed: 1}))
-		first, ps := runOnce(exec.Command(bin, "--root", big, "reconcile"), "")
-		var firstRSS int64
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			firstRSS = ru.Maxrss * 1024
-		}
+		first, firstRSS := runRSS("", bin, "--root", big, "reconcile")
 		fmt.Printf("| reconcile, first pass, 100k obs / 20k artifacts (peak RSS %d MiB) | %s | | |\n", firstRSS>>20, ms(first))
 		settle(bin, big)
 		t, rss := medianRSS("", bin, "--root", big, "reconcile")
