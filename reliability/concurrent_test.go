@@ -72,6 +72,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		long, every = "30", "100"
 	}
 	root := t.TempDir()
+	transcripts := t.TempDir()
 	p := manifest.PathsFor(root)
 	writeFile(t, filepath.Join(p.Memory, "learnwatch.yaml"), "watch:\n  render: true\n  debounce: 50ms\nlock:\n  timeout: 60s\n")
 	writeFile(t, p.Log, "")
@@ -125,6 +126,10 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		refused int
 		queued  int
 		skipped int
+		// cites: the citations each writer's cite calls acknowledged
+		// (exit 0: added or queued); citesQueued: calls that queued.
+		cites       = map[string]int{}
+		citesQueued int
 		procs   int
 		slowest result
 		wg      sync.WaitGroup
@@ -151,9 +156,15 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			own := max(4, ops/8) // own ids, each seen several times
+			// The writer's agent session: each cite call first appends a
+			// turn citing the writer's ADR (and now and then a PF all
+			// writers cite), then counts what is new in the transcript.
+			transcript := filepath.Join(transcripts, fmt.Sprintf("session-%d.jsonl", w))
+			pending := map[string]int{}
 			for i := 0; i < ops; i++ {
 				var c call
 				adds := map[string]int{}
+				citing := false
 				switch k := rng.IntN(100); {
 				case k < 50:
 					var lines []string
@@ -171,8 +182,18 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 					c = args("render")
 				case k < 80:
 					c = args("reconcile")
-				case k < 95:
+				case k < 92:
 					c = call{args: []string{"hook", "session-start"}, stdin: sessionStdin(root)}
+				case k < 97:
+					text := fmt.Sprintf("Following ADR-%03d.", 900+w)
+					pending[fmt.Sprintf("ADR-%03d", 900+w)]++
+					if rng.IntN(3) == 0 {
+						text += " See PF-900."
+						pending["PF-900"]++
+					}
+					appendFile(t, transcript, fmt.Sprintf(`{"type":"assistant","message":{"id":"w%d-%d","role":"assistant","content":[{"type":"text","text":%q}]}}`+"\n", w, i, text))
+					c = args("cite", "--json", "--transcript", transcript, "--session", fmt.Sprintf("writer-%d", w))
+					citing = true
 				default:
 					c = args("status", "--json")
 				}
@@ -187,6 +208,16 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 				switch {
 				case r.timedOut:
 					t.Errorf("writer %d: a process did not finish within %s: %s", w, c.timeout, r)
+				case r.code == 0 && citing:
+					// Everything appended so far is acknowledged: counted
+					// now, or queued with its stretch.
+					for id, n := range pending {
+						cites[id] += n
+					}
+					clear(pending)
+					if strings.Contains(r.stdout, `"queued":true`) {
+						citesQueued++
+					}
 				case r.code == 0:
 					for id, n := range adds {
 						acked[id] += n
@@ -230,8 +261,8 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 	case <-time.After(bound):
 		t.Errorf("the watcher did not exit within %s of SIGTERM", bound)
 	}
-	t.Logf("%d processes, %d refused (lock timeout, exit 3), %d observes queued in the inbox, %d hooks skipped their reconcile, slowest %s: %v; the other tool appended %d lines",
-		procs, refused, queued, skipped, slowest.dur.Round(time.Millisecond), slowest.args, len(toolIDs))
+	t.Logf("%d processes, %d refused (lock timeout, exit 3), %d observes and %d cites queued in the inbox, %d hooks skipped their reconcile, slowest %s: %v; the other tool appended %d lines",
+		procs, refused, queued, citesQueued, skipped, slowest.dur.Round(time.Millisecond), slowest.args, len(toolIDs))
 	if queued == 0 {
 		t.Errorf("no observe was queued: the test no longer exercises the inbox")
 	}
@@ -275,6 +306,8 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		if len(created) == 0 {
 			probs = append(probs, "nothing was rendered: the test no longer exercises render")
 		}
-		return probs
+		// Every acknowledged citation counted exactly once, queued ones
+		// included.
+		return append(probs, citesExactly(root, cites)...)
 	})
 }

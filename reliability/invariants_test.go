@@ -374,6 +374,12 @@ func verify(root string, e expect) []string {
 		if data, _ := os.ReadFile(p.Log); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
 			bad("the inbox drain's record is left in the log")
 		}
+		if data, _ := os.ReadFile(p.Usage); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
+			bad("the inbox drain's record is left in the usage file")
+		}
+		if _, err := os.Stat(filepath.Join(p.Memory, ".citation-pass.json")); err == nil {
+			bad(".citation-pass.json (an interrupted Stop hook's record) left after the final reconcile")
+		}
 	}
 	// 8. Feedback exactly once: no event of a pass twice; no record of an
 	// interrupted reconcile left after the final one.
@@ -444,4 +450,25 @@ func readObs(root string) map[string]logLine {
 		}
 	}
 	return out
+}
+
+// citesExactly checks that the usage file counts exactly want citations
+// of each id (citations counted exactly once: none lost, none doubled).
+func citesExactly(root string, want map[string]int) []string {
+	u, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	if err != nil {
+		return []string{fmt.Sprintf("usage file: %v", err)}
+	}
+	var probs []string
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if n, _ := u.Cites(id); n != want[id] {
+			probs = append(probs, fmt.Sprintf("usage file: %s cited %d times, want %d (a citation lost or counted twice)", id, n, want[id]))
+		}
+	}
+	return probs
 }
