@@ -756,6 +756,7 @@ var randomPoints = []string{
 	"write:decisions.md", "write:pitfalls.md", "write:SKILL.md", "append:feedback.jsonl",
 	"write:*=enospc", "write:learning-log.jsonl=enospc", "render:*=error",
 	"inbox:*", "write:item-*", "write:.feedback-pass.json", "reconcile:after-feedback",
+	"cite:*", "write:.citation-pass.json", "write:.citation-offsets.json",
 }
 
 // TestReliabilityRandomKills runs seeded random command sequences
@@ -889,6 +890,12 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 	// while another tool holds the lock, so their input is queued and a
 	// later pass drains it.
 	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "lock:\n  queue_after: 50ms\n")
+	// An agent session: a cite op appends a turn citing one or two ids
+	// and counts what is new (queued when another tool holds the lock).
+	// A final scan after the run counts what killed scans left: every
+	// citation of the transcript must then be counted exactly once.
+	transcript := filepath.Join(t.TempDir(), "session.jsonl")
+	cited := map[string]int{}
 	nOps := 4 + rng.IntN(8)
 	clock := 20
 	for op := 0; op < nOps; op++ {
@@ -910,8 +917,18 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 			c = args("render")
 		case k < 78:
 			c = args("reconcile")
-		case k < 95:
+		case k < 89:
 			c = call{args: []string{"hook", "session-start"}, stdin: sessionStdin(root)}
+		case k < 95:
+			text := "Per ADR-901."
+			cited["ADR-901"]++
+			if rng.IntN(2) == 0 {
+				text += " Beware PF-901."
+				cited["PF-901"]++
+			}
+			appendFile(t, transcript, fmt.Sprintf(`{"type":"assistant","message":{"id":"m%d","role":"assistant","content":[{"type":"text","text":%q}]}}`+"\n", op, text))
+			c = args("cite", "--transcript", transcript, "--session", "agent")
+			foreign = rng.IntN(3) == 0
 		default:
 			// A person edits a rendered artifact.
 			obs := readObs(root)
@@ -970,8 +987,12 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 			exp.addAll(adds)
 		}
 	}
+	if len(cited) > 0 {
+		must(t, root, call{args: []string{"cite", "--transcript", transcript, "--session", "agent"}, now: day(clock)})
+		procs++
+	}
 	settle(t, root, exp, func(root string) []string {
-		var probs []string
+		probs := citesExactly(root, cited)
 		p := manifest.PathsFor(root)
 		if b, _ := os.ReadFile(p.Decisions); !strings.Contains(string(b), humanADR) {
 			probs = append(probs, "the human ADR-050 was changed or lost")
