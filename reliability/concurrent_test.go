@@ -42,14 +42,16 @@ done
 
 // TestReliabilityConcurrentWriters runs 8 learnwatch writer processes at
 // once on one repository — each a sequence of observe (its own ids, seen
-// repeatedly, plus ids shared by all writers), render, reconcile and the
-// session-start hook — while `learnwatch watch` (rendering too) runs and
+// repeatedly, plus ids shared by all writers), render, reconcile, the
+// session-start hook and cite of its agent session's growing transcript —
+// while `learnwatch watch` (rendering too) runs and
 // another tool takes the mkdir lock, appends to the log and holds the lock
 // for 0.3 s, over and over, and now and then for long (6 s in CI, 30 s in
 // the full run). No process is refused: observe queues its input in the
-// inbox when the lock stays busy, hooks fail open, render and reconcile
+// inbox when the lock stays busy (so does cite), hooks fail open, render and reconcile
 // wait their turn (lock.timeout 60 s). Afterwards every acknowledged observation is in
 // the log exactly once with exactly the acknowledged number of sightings,
+// every acknowledged citation is counted exactly once in the usage file,
 // the other tool's lines are there with their fields, the memory is
 // consistent, no lock directory is left, every process finished within the
 // bound and the watcher exits cleanly on SIGTERM.
@@ -130,9 +132,9 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		// (exit 0: added or queued); citesQueued: calls that queued.
 		cites       = map[string]int{}
 		citesQueued int
-		procs   int
-		slowest result
-		wg      sync.WaitGroup
+		procs       int
+		slowest     result
+		wg          sync.WaitGroup
 	)
 	pattern := func(id string) (typ, pat, details string) {
 		types := []string{"decision", "pitfall", "workflow", "procedural"}
@@ -182,7 +184,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 					c = args("render")
 				case k < 80:
 					c = args("reconcile")
-				case k < 92:
+				case k < 88:
 					c = call{args: []string{"hook", "session-start"}, stdin: sessionStdin(root)}
 				case k < 97:
 					text := fmt.Sprintf("Following ADR-%03d.", 900+w)
