@@ -1,32 +1,36 @@
 // Package citation owns what recording knowledge citations writes, and in
 // which order: the counts in .memory/.knowledge-usage.json, the Stop
-// hook's scan position per session in .memory/.citation-offsets.json, and
-// the record .memory/.citation-pass.json that makes the two agree after a
-// crash at any step.
+// hook's scan position per session in .memory/.citation-offsets.json, the
+// helpful "cited" feedback events in .memory/feedback.jsonl, and the record
+// .memory/.citation-pass.json that makes the three agree after a crash at
+// any step.
 //
-// A Stop hook (or cite --transcript) that holds the learning lock records
-// a scanned stretch of a transcript in this order (Record):
+// A citation pass (the Stop hook, cite) that holds the learning lock
+// writes, in this order (Record):
 //
-//  1. the record: the session, the transcript, the offset the scan
-//     reached, and the SHA-256 of the usage file it is about to write;
+//  1. the record: a pass id, the SHA-256 of the usage file it is about to
+//     write, the transcript stretch it counted (session, transcript, the
+//     offset the scan reached), the size of feedback.jsonl and the
+//     feedback lines;
 //  2. the usage file (the commit point);
 //  3. the offsets file;
-//  4. the record is removed.
+//  4. the feedback lines, each carrying "pass":"<id>";
+//  5. the record is removed.
 //
 // Every pass that takes the learning lock first calls CompletePending: a
-// record whose usage hash is the usage file on disk was committed, so the
-// offset is advanced (again: setting it is idempotent); any other record
-// belongs to a pass that died before its usage write, and is dropped (the
-// offsets never moved, so the next scan counts that stretch once). Either
-// way the record is then removed. A stretch is therefore counted exactly
-// once, where writing the usage before the offsets without a record
-// counted it again after a crash in between.
+// record whose usage hash is the usage file on disk was committed, so
+// steps 3 and 4 are done again — the offset is set (idempotent), the
+// lines appended unless feedback.jsonl holds a line of that pass id after
+// the recorded size. Any other record belongs to a pass that died before
+// its usage write, and is dropped: the offsets never moved, so the next
+// scan counts that stretch once. Either way the record is then removed.
 //
 // Citations queued in the inbox while the lock was busy are applied by
-// the inbox's drain, which uses AddCites, the Offsets type and Stretch.
+// the inbox's drain, which uses AddCites, Advance, Events and AppendEvents.
 package citation
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,6 +44,8 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
 )
@@ -223,10 +229,17 @@ func Advance(root string, stretches []Stretch, now time.Time) error {
 
 // pass is the record of a citation pass in progress.
 type pass struct {
-	Version int     `json:"v"`
-	Usage   string  `json:"usage"` // SHA-256 (hex) of the usage file the pass writes
-	Stretch Stretch `json:"stretch"`
-	At      string  `json:"at"`
+	Version int    `json:"v"`
+	ID      string `json:"id"`    // the "pass" id its feedback lines carry
+	Usage   string `json:"usage"` // SHA-256 (hex) of the usage file the pass writes
+	// Stretch is the transcript range counted (none for citations read
+	// from stdin).
+	Stretch *Stretch `json:"stretch,omitempty"`
+	At      string   `json:"at"`
+	// Offset is the size of feedback.jsonl before the pass appended its
+	// Events (one helpful "cited" event per entry).
+	Offset int64             `json:"offset"`
+	Events []json.RawMessage `json:"events"`
 }
 
 func sum(b []byte) string {
@@ -234,18 +247,48 @@ func sum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// readUsage reads the usage file for a change; a file that does not parse
-// is an error wrapping manifest.ErrCorruptUsage (nothing is written).
-func readUsage(root string) (*manifest.Usage, error) {
-	return manifest.ReadUsage(manifest.PathsFor(root).Usage)
+func newPassID(now time.Time) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "cite-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// Record adds counts to the usage file and, when s is not nil, advances
-// s's session to s.To, in the order of the package comment. The caller
-// holds the learning lock. A usage file that does not parse is an error
-// wrapping manifest.ErrCorruptUsage, and nothing is written.
+// Events returns the feedback lines of counts: one helpful "cited" event
+// per entry (learn.CitationEvents), as journal.MarshalEvent writes them.
+func Events(counts map[string]int, now time.Time) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, e := range learn.CitationEvents(counts, now) {
+		b, err := journal.MarshalEvent(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// AppendEvents appends the feedback lines of a pass or a queued item
+// (id) unless feedback.jsonl already holds a line of id after offset,
+// and returns how many it appended.
+func AppendEvents(root, id string, offset int64, events []json.RawMessage) (int, error) {
+	if len(events) == 0 {
+		return 0, nil
+	}
+	if done, err := journal.Journaled(root, id, offset); err != nil || done {
+		return 0, err
+	}
+	if err := journal.AppendFeedbackPass(root, id, events); err != nil {
+		return 0, err
+	}
+	return len(events), nil
+}
+
+// Record adds counts to the usage file, advances s's session to s.To when
+// s is not nil, and appends a helpful "cited" feedback event per entry,
+// in the order of the package comment. The caller holds the learning
+// lock. A usage file that does not parse is an error wrapping
+// manifest.ErrCorruptUsage, and nothing is written.
 func Record(root string, counts map[string]int, now time.Time, s *Stretch) error {
-	usagePath := manifest.PathsFor(root).Usage
 	if Total(counts) == 0 {
 		if s == nil {
 			return nil
@@ -253,7 +296,7 @@ func Record(root string, counts map[string]int, now time.Time, s *Stretch) error
 		// Nothing counted: only the offset moves, in one atomic write.
 		return advance(root, *s, now)
 	}
-	u, err := readUsage(root)
+	u, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
 	if err != nil {
 		return err
 	}
@@ -262,33 +305,52 @@ func Record(root string, counts map[string]int, now time.Time, s *Stretch) error
 	if err != nil {
 		return fmt.Errorf("encode knowledge usage: %w", err)
 	}
+	evs, err := Events(counts, now)
+	if err != nil {
+		return err
+	}
+	p := pass{Version: 1, ID: newPassID(now), Usage: sum(b), Stretch: s, At: now.UTC().Format(time.RFC3339),
+		Offset: journal.FeedbackSize(root), Events: evs}
+	rec, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
 	recPath := filepath.Join(root, PassFile)
-	if s != nil {
-		rec, err := json.Marshal(pass{Version: 1, Usage: sum(b), Stretch: *s, At: now.UTC().Format(time.RFC3339)})
-		if err != nil {
-			return err
-		}
-		if err := manifest.WriteFile(recPath, append(rec, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write citation record: %w", err)
-		}
+	if err := manifest.WriteFile(recPath, append(rec, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write citation record: %w", err)
 	}
-	if err := manifest.WriteFile(usagePath, b, 0o644); err != nil {
+	if err := manifest.WriteFile(manifest.PathsFor(root).Usage, b, 0o644); err != nil {
 		return fmt.Errorf("write knowledge usage: %w", err)
-	}
-	if s == nil {
-		return nil
 	}
 	if err := failpoint.Inject("cite:after-usage"); err != nil {
 		return fmt.Errorf("citations: %w", err)
 	}
-	if err := advance(root, *s, now); err != nil {
+	if err := complete(root, &p, now); err != nil {
 		return err
-	}
-	if err := failpoint.Inject("cite:after-offsets"); err != nil {
-		return fmt.Errorf("citations: %w", err)
 	}
 	if err := os.Remove(recPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove citation record: %w", err)
+	}
+	return nil
+}
+
+// complete does what follows a pass's usage write: the offset, then the
+// feedback; both are idempotent, so a crashed pass is completed by
+// running it again.
+func complete(root string, p *pass, at time.Time) error {
+	if p.Stretch != nil {
+		if err := advance(root, *p.Stretch, at); err != nil {
+			return err
+		}
+		if err := failpoint.Inject("cite:after-offsets"); err != nil {
+			return fmt.Errorf("citations: %w", err)
+		}
+	}
+	if _, err := AppendEvents(root, p.ID, p.Offset, p.Events); err != nil {
+		return fmt.Errorf("cited feedback: %w", err)
+	}
+	if err := failpoint.Inject("cite:after-feedback"); err != nil {
+		return fmt.Errorf("citations: %w", err)
 	}
 	return nil
 }
@@ -306,8 +368,8 @@ func CompletePending(root string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("citation record: %w", err)
 	}
-	var p pass
-	if err := json.Unmarshal(b, &p); err != nil || p.Version != 1 || p.Stretch.Validate() != nil {
+	p, err := parsePass(b)
+	if err != nil {
 		aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405Z")
 		if err := os.Rename(path, aside); err != nil {
 			return false, fmt.Errorf("citation record: %w", err)
@@ -320,7 +382,7 @@ func CompletePending(root string) (bool, error) {
 		if err != nil {
 			at = time.Now()
 		}
-		if err := advance(root, p.Stretch, at); err != nil {
+		if err := complete(root, &p, at); err != nil {
 			return false, err
 		}
 		done = true
@@ -329,4 +391,27 @@ func CompletePending(root string) (bool, error) {
 		return done, fmt.Errorf("remove citation record: %w", err)
 	}
 	return done, nil
+}
+
+// parsePass decodes a citation record: version 1, an id, a stretch that
+// validates, feedback lines that parse.
+func parsePass(b []byte) (pass, error) {
+	var p pass
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, err
+	}
+	if p.Version != 1 || p.ID == "" || p.Usage == "" {
+		return p, fmt.Errorf("citation record: version %d, id %q", p.Version, p.ID)
+	}
+	if p.Stretch != nil {
+		if err := p.Stretch.Validate(); err != nil {
+			return p, err
+		}
+	}
+	for i, e := range p.Events {
+		if _, err := journal.ParseEvent(e); err != nil {
+			return p, fmt.Errorf("citation record: event %d: %w", i+1, err)
+		}
+	}
+	return p, nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -57,11 +59,34 @@ func writeRecord(t *testing.T, root string, counts map[string]int, s Stretch) []
 	}
 	AddCites(u, counts, t0)
 	b, _ := u.Encode()
-	rec, _ := json.Marshal(pass{Version: 1, Usage: sum(b), Stretch: s, At: t0.Format(time.RFC3339)})
+	evs, err := Events(counts, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := json.Marshal(pass{Version: 1, ID: testPass, Usage: sum(b), Stretch: &s, At: t0.Format(time.RFC3339),
+		Offset: journal.FeedbackSize(root), Events: evs})
 	if err := os.WriteFile(filepath.Join(root, PassFile), rec, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+const testPass = "cite-20260105T100000Z-000000000000"
+
+// cited counts the "cited" feedback events per target.
+func cited(t *testing.T, root string) map[string]int {
+	t.Helper()
+	evs, _, err := journal.ReadFeedback(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == learn.KindCited {
+			m[e.Target]++
+		}
+	}
+	return m
 }
 
 func TestRecordWritesUsageAndOffset(t *testing.T) {
@@ -75,6 +100,22 @@ func TestRecordWritesUsageAndOffset(t *testing.T) {
 	}
 	if o := offset(t, root, s); o != 300 {
 		t.Errorf("offset %d, want 300", o)
+	}
+	if _, err := os.Stat(filepath.Join(root, PassFile)); !os.IsNotExist(err) {
+		t.Errorf("record left: %v", err)
+	}
+	if got := cited(t, root); !maps.Equal(got, map[string]int{"ADR-001": 1, "PF-003": 1}) {
+		t.Errorf("cited events %v, want one per entry", got)
+	}
+	// Citations read from stdin: no stretch, the same record.
+	if err := Record(root, map[string]int{"ADR-001": 1}, t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := cites(t, root); got["ADR-001"] != 3 {
+		t.Errorf("cites %v", got)
+	}
+	if got := cited(t, root); got["ADR-001"] != 2 {
+		t.Errorf("cited events %v", got)
 	}
 	if _, err := os.Stat(filepath.Join(root, PassFile)); !os.IsNotExist(err) {
 		t.Errorf("record left: %v", err)
@@ -113,6 +154,15 @@ func TestCompletePendingExactlyOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"killed after the feedback append", func(t *testing.T, root string) {
+			b := writeRecord(t, root, counts, s)
+			os.WriteFile(manifest.PathsFor(root).Usage, b, 0o644)
+			Advance(root, []Stretch{s}, t0)
+			evs, _ := Events(counts, t0)
+			if _, err := AppendEvents(root, testPass, 0, evs); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"not killed", func(t *testing.T, root string) {
 			if err := Record(root, counts, t0, &s); err != nil {
 				t.Fatal(err)
@@ -142,6 +192,10 @@ func TestCompletePendingExactlyOnce(t *testing.T) {
 			}
 			if o := offset(t, root, s); o != s.To {
 				t.Errorf("offset %d, want %d", o, s.To)
+			}
+			// One helpful event per cited entry, once.
+			if got := cited(t, root); !maps.Equal(got, map[string]int{"ADR-001": 1, "PF-002": 1}) {
+				t.Errorf("cited events %v, want one each", got)
 			}
 			if b, _ := os.ReadFile(manifest.PathsFor(root).Usage); !strings.Contains(string(b), `"x_other": true`) {
 				t.Errorf("another tool's key lost:\n%s", b)

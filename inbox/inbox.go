@@ -1,9 +1,11 @@
 // Package inbox owns .memory/inbox/: the queue of facts written by commands
 // that could not take the learning lock in time, and the drain that merges
-// them into the learning log under the lock.
+// them into the learning log, the journals and the usage file under the
+// lock.
 //
-// A writer that only adds facts (observe) and finds the lock held longer
-// than lock.queue_after writes its input as one file,
+// A writer that only adds facts (observe, outcome record, verdict record,
+// cite, the Stop hook) and finds the lock held longer than
+// lock.queue_after writes its input as one file,
 // .memory/inbox/item-<UTC time>-<nanoseconds>-<pid>-<counter>.json, with an
 // atomic write (temp file, fsync, rename): a file is complete or absent,
 // and no two writers ever touch the same file. The names sort in the order
@@ -26,6 +28,23 @@
 //     file carries them any more. A marker file, .memory/inbox/.prune,
 //     written before step 4 and removed after this one, makes the next
 //     drain finish the prune after a crash even when no item is queued.
+//
+// Outcome and feedback items are idempotent by themselves (applyJournal).
+//
+// Cite items (cite and the Stop hook) carry citation counts, their
+// "cited" feedback events and, from the Stop hook, the stretch of the
+// session's transcript they were counted from. The drain adds the counts
+// of the items not yet applied to the usage file and records their ids
+// in the same write (the top-level key x_learnwatch_inbox, which other
+// tools keep as they keep every unknown key): that write is their commit
+// point. It then sets each stretch's session offset to the stretch's end
+// (idempotent), appends the events unless feedback.jsonl holds a line of
+// the item's id after the size it had at queue time, removes the files,
+// and prunes the ids from the usage file as it does from the log. Until
+// then, a Stop hook that cannot take the lock starts its scan after the
+// last stretch queued for its session (QueuedEnd), so a queued stretch is
+// never read twice. A usage or offsets file that cannot be read leaves
+// the cite items queued for a later pass (Result.Deferred).
 //
 // An item that cannot be read (not JSON, too large, not a regular file) is
 // renamed to rejected-<name> and reported, never deleted.
@@ -173,11 +192,17 @@ func EnqueueFeedback(root string, now time.Time, events []json.RawMessage) (Item
 		Offset: journal.FeedbackSize(root)})
 }
 
-// EnqueueCite queues citation counts; s, when not nil, is the stretch of
-// a session's transcript they were counted from (its session's offset
-// advances to s.To when the item is drained).
+// EnqueueCite queues citation counts with their "cited" feedback events
+// (citation.Events); s, when not nil, is the stretch of a session's
+// transcript they were counted from (its session's offset advances to
+// s.To when the item is drained).
 func EnqueueCite(root string, now time.Time, counts map[string]int, s *citation.Stretch) (Item, error) {
-	return enqueue(root, Item{Kind: KindCite, Now: now.UTC().Format(time.RFC3339Nano), Cites: counts, Stretch: s})
+	evs, err := citation.Events(counts, now)
+	if err != nil {
+		return Item{}, fmt.Errorf("inbox: %w", err)
+	}
+	return enqueue(root, Item{Kind: KindCite, Now: now.UTC().Format(time.RFC3339Nano), Cites: counts, Stretch: s,
+		Events: evs, Offset: journal.FeedbackSize(root)})
 }
 
 func enqueue(root string, it Item) (Item, error) {
@@ -339,8 +364,8 @@ func Parse(b []byte, id string) (Item, error) {
 		}
 	case KindFeedback:
 	case KindCite:
-		if len(it.Events) > 0 || len(it.Outcome) > 0 {
-			return Item{}, errors.New("not an inbox item: a cite item with an outcome or events")
+		if len(it.Outcome) > 0 {
+			return Item{}, errors.New("not an inbox item: a cite item with an outcome")
 		}
 		if len(it.Cites) == 0 {
 			return Item{}, errors.New("not an inbox item: a cite item without citations")
@@ -351,6 +376,12 @@ func Parse(b []byte, id string) (Item, error) {
 		if it.Stretch != nil {
 			if err := it.Stretch.Validate(); err != nil {
 				return Item{}, fmt.Errorf("not an inbox item: %w", err)
+			}
+		}
+		// Only the helpful events of the item's own citations.
+		for i, raw := range it.Events {
+			if e, _ := journal.ParseEvent(raw); e.Kind != learn.KindCited || it.Cites[e.Target] == 0 {
+				return Item{}, fmt.Errorf("not an inbox item: event %d is not a citation of the item (%s %s)", i+1, e.Kind, e.Target)
 			}
 		}
 	default:
@@ -461,10 +492,12 @@ func Drain(root string) (Result, error) {
 	if err := failpoint.Inject("inbox:after-log"); err != nil {
 		return res, fmt.Errorf("inbox: %w", err)
 	}
-	if err := cd.commit(root); err != nil {
+	cdone, n, err := cd.commit(root)
+	if err != nil {
 		return res, err
 	}
-	done = append(done, cd.done...)
+	res.Events += n
+	done = append(done, cdone...)
 	for _, e := range done {
 		if err := failpoint.Inject("inbox:remove"); err != nil {
 			return res, fmt.Errorf("inbox: %w", err)
@@ -516,7 +549,7 @@ type citeDrain struct {
 	applied   bool // counts added: the usage file is written
 	stretches []citation.Stretch
 	at        time.Time
-	done      []Entry
+	items     []queuedCite
 }
 
 // prepareCites applies the cite items to the usage file in memory. An
@@ -561,7 +594,7 @@ func prepareCites(root string, items []queuedCite, present map[string]bool, res 
 			cd.stretches = append(cd.stretches, *q.it.Stretch)
 		}
 		cd.at = q.at
-		cd.done = append(cd.done, q.e)
+		cd.items = append(cd.items, q)
 	}
 	setUsageIDs(u, keep)
 	cd.usage = u
@@ -570,8 +603,27 @@ func prepareCites(root string, items []queuedCite, present map[string]bool, res 
 
 // commit writes the usage file — the commit point of the cite items: their
 // counts and ids in one atomic write — then advances the sessions of
-// their stretches.
-func (cd *citeDrain) commit(root string) error {
+// their stretches and appends their feedback events (each item's once:
+// they carry the item id as their pass), and returns the items done and
+// the number of events appended.
+func (cd *citeDrain) commit(root string) ([]Entry, int, error) {
+	var done []Entry
+	n := 0
+	if err := cd.write(root); err != nil {
+		return nil, 0, err
+	}
+	for _, q := range cd.items {
+		k, err := citation.AppendEvents(root, q.e.ID, q.it.Offset, q.it.Events)
+		if err != nil {
+			return nil, n, fmt.Errorf("inbox: %w", err)
+		}
+		n += k
+		done = append(done, q.e)
+	}
+	return done, n, nil
+}
+
+func (cd *citeDrain) write(root string) error {
 	if cd.applied {
 		if err := failpoint.Inject("inbox:before-usage"); err != nil {
 			return fmt.Errorf("inbox: %w", err)

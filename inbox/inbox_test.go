@@ -251,7 +251,10 @@ func TestParse(t *testing.T) {
 		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"rel.jsonl","from":0,"to":9}}`, `absolute path`},
 		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"/t","from":9,"to":9}}`, `range`},
 		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"transcript":"/t","from":0,"to":9}}`, `no session`},
-		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"cited","value":1}]}`, `outcome or events`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"cited","value":1}]}`, ""},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-002","kind":"cited","value":1}]}`, `not a citation of the item`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"deleted","value":1}]}`, `not a citation of the item`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"outcome":{"run_id":"r"}}`, `with an outcome`},
 		{`{"v":1,"id":"` + id + `","kind":"observe","cites":{"ADR-001":1}}`, `observe item with citations`},
 		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"observations":[{"id":"o","type":"decision","pattern":"p"}]}`, `with observations`},
 		{`[1,2]`, "not an inbox item"},
@@ -417,6 +420,17 @@ func TestDrainCitesOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"killed after the feedback append", func(t *testing.T, root string, it Item) {
+			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+			citation.AddCites(u, it.Cites, t0)
+			setUsageIDs(u, []string{it.ID})
+			manifest.WriteUsage(manifest.PathsFor(root).Usage, u)
+			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
+			citation.Advance(root, []citation.Stretch{*it.Stretch}, t0)
+			if _, err := citation.AppendEvents(root, it.ID, it.Offset, it.Events); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"killed after removing the item", func(t *testing.T, root string, it Item) {
 			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
 			citation.AddCites(u, it.Cites, t0)
@@ -424,6 +438,7 @@ func TestDrainCitesOnce(t *testing.T) {
 			manifest.WriteUsage(manifest.PathsFor(root).Usage, u)
 			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
 			citation.Advance(root, []citation.Stretch{*it.Stretch}, t0)
+			citation.AppendEvents(root, it.ID, it.Offset, it.Events)
 			os.Remove(filepath.Join(Path(root), it.ID+suffix))
 		}},
 	}
@@ -452,6 +467,16 @@ func TestDrainCitesOnce(t *testing.T) {
 			offs, _ := citation.ReadOffsets(root)
 			if o := offs.Start("s1", stretch.Transcript); o != 420 {
 				t.Errorf("session offset %d, want 420", o)
+			}
+			// One helpful "cited" event per entry, carrying the item id.
+			fb, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+			for _, target := range []string{"ADR-001", "PF-004"} {
+				if n := strings.Count(string(fb), `"target":"`+target+`","kind":"cited"`); n != 1 {
+					t.Errorf("%d cited events for %s, want 1:\n%s", n, target, fb)
+				}
+			}
+			if n := strings.Count(string(fb), `"pass":"`+it.ID+`"`); n != 2 {
+				t.Errorf("%d events carry the item id, want 2", n)
 			}
 			if es, _ := List(root); len(es) != 0 {
 				t.Errorf("items left: %v", es)

@@ -132,6 +132,7 @@ func scenarios() []scenario {
 			probs := signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "edited obs_pr_a": 1})
 			// The queued citations of the two sessions: counted once each.
 			probs = append(probs, citesExactly(root, map[string]int{"ADR-001": 2, "PF-001": 2})...)
+			probs = append(probs, citedEvents(root, map[string]int{"ADR-001": 2, "PF-001": 2})...)
 			// The queued outcome and verdict: recorded exactly once.
 			mem := filepath.Join(root, ".memory")
 			outs, _ := os.ReadFile(filepath.Join(mem, "outcomes.jsonl"))
@@ -250,6 +251,7 @@ func scenarios() []scenario {
 			}
 			// The transcript cites each once: counted exactly once, whatever
 			// step of the Stop hook was killed (the hook then runs again).
+			probs = append(probs, citedEvents(root, map[string]int{"ADR-001": 1, "PF-001": 1})...)
 			return append(probs, citesExactly(root, map[string]int{"ADR-001": 1, "PF-001": 1})...)
 		},
 	}

@@ -472,3 +472,25 @@ func citesExactly(root string, want map[string]int) []string {
 	}
 	return probs
 }
+
+// citedEvents checks that feedback.jsonl holds exactly want helpful
+// "cited" events per entry from transcript scans (one per entry per scan
+// or queued item: a learning signal neither lost nor doubled).
+func citedEvents(root string, want map[string]int) []string {
+	got := map[string]int{}
+	data, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct{ Kind, Target, Source string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == "cited" && e.Source == "transcript" {
+			got[e.Target]++
+		}
+	}
+	var probs []string
+	for id, n := range want {
+		if got[id] != n {
+			probs = append(probs, fmt.Sprintf("feedback.jsonl has %d cited events of %s from transcripts, want %d (a learning signal lost or doubled)", got[id], id, n))
+		}
+	}
+	sort.Strings(probs)
+	return probs
+}

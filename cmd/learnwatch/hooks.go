@@ -285,7 +285,6 @@ with --json) and the next pass that takes the lock adds them, once.`,
 				}
 			}
 			counts := rec.Counts
-			recordCitations(a, root, counts, now())
 			res := citeResult{Cited: counts, Queued: rec.Queued != "", Item: rec.Queued}
 			for _, n := range counts {
 				res.Total += n
@@ -351,7 +350,6 @@ func newStopHook(a *app) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				recordCitations(a, root, rec.Counts, now())
 				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", rec.Counts, "queued", rec.Queued)
 				return nil
 			})
