@@ -355,6 +355,13 @@ func complete(root string, p *pass, at time.Time) error {
 	return nil
 }
 
+// Pending reports whether a citation record exists (a pass is in progress
+// or was interrupted).
+func Pending(root string) bool {
+	_, err := os.Lstat(filepath.Join(root, PassFile))
+	return err == nil
+}
+
 // CompletePending finishes a citation pass a crash interrupted (see the
 // package comment) and reports whether it found one that had committed.
 // The caller holds the learning lock. A record that does not parse is

@@ -296,16 +296,19 @@ type Result struct {
 	Drained      int `json:"drained"`             // items merged by this drain
 	Completed    int `json:"completed"`           // items a crashed drain had merged: only removed
 	Observations int `json:"observations"`        // sightings merged
-	Events       int `json:"events,omitempty"`    // feedback events appended (outcome and feedback items)
+	Events       int `json:"events,omitempty"`    // feedback events appended (outcome, feedback and cite items)
 	Citations    int `json:"citations,omitempty"` // citations added to the usage file (cite items)
 	// Deferred says why cite items were left queued (a usage or offsets
-	// file that does not parse).
+	// file that cannot be read).
 	Deferred string   `json:"deferred,omitempty"`
 	Rejected []string `json:"rejected,omitempty"`
 	Skipped  string   `json:"skipped,omitempty"` // why the inbox was not drained
 	// Feedback counts the feedback events of an interrupted reconcile
 	// recorded by Lock before the drain.
 	Feedback int `json:"feedback,omitempty"`
+	// CitationPass is set when Lock found the record of an interrupted
+	// citation pass (and completed or dropped it).
+	CitationPass bool `json:"citation_pass,omitempty"`
 }
 
 // read loads an item file: a regular file, at most MaxItemBytes, whose id

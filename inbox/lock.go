@@ -34,13 +34,17 @@ func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lo
 	// wrote, before the drain's cite items change that file. An offsets
 	// file that does not parse leaves the record for a later pass (the
 	// Stop hook says to delete the file).
-	_, cerr := citation.CompletePending(root)
+	found := citation.Pending(root)
+	var cerr error
+	if found {
+		_, cerr = citation.CompletePending(root)
+	}
 	if cerr != nil && !errors.Is(cerr, citation.ErrCorruptOffsets) {
 		_ = lock.Release()
 		return nil, Result{}, fmt.Errorf("citations of an interrupted Stop hook: %w", cerr)
 	}
 	res, err := Drain(root)
-	res.Feedback = n
+	res.Feedback, res.CitationPass = n, found
 	if cerr != nil && res.Deferred == "" {
 		res.Deferred = "an interrupted Stop hook's offsets left to complete: " + cerr.Error()
 	}
