@@ -58,9 +58,9 @@ const (
 	PassFile    = ".memory/.citation-pass.json"
 )
 
-// Keep is how long a session's scan position is remembered after its last
+// keep is how long a session's scan position is remembered after its last
 // scan.
-const Keep = 30 * 24 * time.Hour
+const keep = 30 * 24 * time.Hour
 
 // MaxCount bounds one entry's count in a queued item or a record: a
 // transcript stretch of at most 64 MiB cannot cite one id more often.
@@ -175,18 +175,18 @@ func (o *Offsets) Start(session, transcript string) int64 {
 }
 
 // Set remembers that session's transcript was scanned up to offset at now,
-// and forgets sessions not scanned for Keep.
+// and forgets sessions not scanned for keep.
 func (o *Offsets) Set(session, transcript string, offset int64, now time.Time) {
 	o.Sessions[session] = Position{Transcript: transcript, Offset: offset, ScannedAt: now.UTC().Format(time.RFC3339)}
 	for k, p := range o.Sessions {
-		if t, err := time.Parse(time.RFC3339, p.ScannedAt); err == nil && now.Sub(t) > Keep {
+		if t, err := time.Parse(time.RFC3339, p.ScannedAt); err == nil && now.Sub(t) > keep {
 			delete(o.Sessions, k)
 		}
 	}
 }
 
-// WriteOffsets replaces root's offsets file atomically.
-func WriteOffsets(root string, o *Offsets) error {
+// writeOffsets replaces root's offsets file atomically.
+func writeOffsets(root string, o *Offsets) error {
 	data, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func Advance(root string, stretches []Stretch, now time.Time) error {
 	if !changed {
 		return nil
 	}
-	return WriteOffsets(root, offs)
+	return writeOffsets(root, offs)
 }
 
 // pass is the record of a citation pass in progress.
