@@ -84,13 +84,16 @@ type Stretch struct {
 	To         int64  `json:"to"`
 }
 
+// maxName bounds a stretch's session id and transcript path.
+const maxName = 64 << 10
+
 // Validate checks a stretch read from a file.
 func (s Stretch) Validate() error {
 	switch {
-	case s.Session == "" || len(s.Session) > 4096:
-		return errors.New("stretch: no session (or longer than 4096 bytes)")
-	case !filepath.IsAbs(s.Transcript) || len(s.Transcript) > 4096:
-		return fmt.Errorf("stretch: transcript %.100q is not an absolute path", s.Transcript)
+	case s.Session == "" || len(s.Session) > maxName:
+		return fmt.Errorf("stretch: no session (or longer than %d bytes)", maxName)
+	case !filepath.IsAbs(s.Transcript) || len(s.Transcript) > maxName:
+		return fmt.Errorf("stretch: transcript %.100q is not an absolute path (of at most %d bytes)", s.Transcript, maxName)
 	case s.From < 0 || s.To <= s.From:
 		return fmt.Errorf("stretch: range [%d, %d) is empty or negative", s.From, s.To)
 	}

@@ -313,6 +313,11 @@ func queue(root string, now time.Time, counts map[string]int, s *citation.Stretc
 	if len(valid) == 0 {
 		return rec, nil
 	}
+	if s != nil && s.Validate() != nil {
+		// A stretch a drain would refuse (a session id over 64 KiB): not
+		// queued, the lock error stands and the offsets do not move.
+		return Recorded{}, lockErr
+	}
 	it, err := inbox.EnqueueCite(root, now, valid, s)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, err)

@@ -323,3 +323,21 @@ func TestRecordTranscriptPrunesOldSessions(t *testing.T) {
 		t.Errorf("sessions %v", offs.Sessions)
 	}
 }
+
+// A session id no drain would accept is not queued: the lock error stands
+// and the stretch stays for a later scan (nothing lost, nothing rejected).
+func TestRecordTranscriptHugeSessionNotQueued(t *testing.T) {
+	root := t.TempDir()
+	tr := filepath.Join(t.TempDir(), "s.jsonl")
+	appendFile(t, tr, assistant("m1", "ADR-001"))
+	if err := os.MkdirAll(filepath.Join(root, ".memory", manifest.LearningLock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := RecordTranscript(context.Background(), root, strings.Repeat("s", 70<<10), tr, time.Now(), 20*time.Millisecond)
+	if !errors.Is(err, manifest.ErrLockTimeout) {
+		t.Errorf("err = %v, want the lock timeout", err)
+	}
+	if es, _ := inbox.List(root); len(es) != 0 {
+		t.Errorf("queued %v", es)
+	}
+}
