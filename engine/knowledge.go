@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -270,25 +269,4 @@ func (e *Engine) Regressions(now time.Time) ([]string, error) {
 		return nil, err
 	}
 	return learn.Regressions(learn.Fold(evs, now)), nil
-}
-
-// RecordCitations appends one helpful "cited" feedback event per entry an
-// agent cited in the scanned part of a transcript (however many times: one
-// chatty session must not outweigh the others).
-func (e *Engine) RecordCitations(counts map[string]int, at time.Time) error {
-	var evs []learn.Event
-	for _, id := range slices.Sorted(maps.Keys(counts)) {
-		if counts[id] <= 0 {
-			continue
-		}
-		typ := manifest.Decision
-		if strings.HasPrefix(id, "PF-") {
-			typ = manifest.Pitfall
-		}
-		evs = append(evs, learn.Event{TS: at, Target: id, Kind: learn.KindCited, Value: 1, Source: "transcript", Type: typ})
-	}
-	if len(evs) == 0 {
-		return nil
-	}
-	return journal.AppendFeedback(e.root, evs...)
 }

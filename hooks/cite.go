@@ -8,14 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"time"
 
+	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
@@ -194,41 +191,39 @@ func texts(content json.RawMessage) []string {
 }
 
 // OffsetsFile remembers, per session, how far each transcript was scanned,
-// relative to the root.
-const OffsetsFile = ".memory/.citation-offsets.json"
+// relative to the root (package citation owns it).
+const OffsetsFile = citation.OffsetsFile
 
-// offsetsKeep is how long a session's scan position is remembered after its
-// last scan.
-const offsetsKeep = 30 * 24 * time.Hour
-
-type offsets struct {
-	Version  int                      `json:"version"`
-	Sessions map[string]sessionOffset `json:"sessions"`
-}
-
-type sessionOffset struct {
-	Transcript string `json:"transcript"`
-	Offset     int64  `json:"offset"`
-	ScannedAt  string `json:"scanned_at"`
+// Recorded says what a citation scan counted and where the counts went.
+type Recorded struct {
+	Counts map[string]int
+	// Queued is the inbox item the counts were queued as because the
+	// learning lock stayed busy ("" when they were recorded directly).
+	Queued string
 }
 
 // RecordCitations adds counts to .memory/.knowledge-usage.json under root:
 // cites += n and last_cited = now for each ID, registering an ID the file
 // does not have yet. Unknown keys and fields are kept. The read-modify-write
 // holds .memory/.learning.lock (waiting up to lockTimeout) and replaces the
-// file atomically. A usage file that is not valid JSON is a *FileError and
-// nothing is written.
-func RecordCitations(ctx context.Context, root string, counts map[string]int, now time.Time, lockTimeout time.Duration) error {
-	if total(counts) == 0 {
-		return nil
+// file atomically. When the lock stays busy the counts are queued in the
+// inbox instead (Recorded.Queued), for the next pass to add. A usage file
+// that is not valid JSON is a *FileError and nothing is written.
+func RecordCitations(ctx context.Context, root string, counts map[string]int, now time.Time, lockTimeout time.Duration) (Recorded, error) {
+	rec := Recorded{Counts: counts}
+	if citation.Total(counts) == 0 {
+		return rec, nil
 	}
 	p := manifest.PathsFor(root)
 	lock, err := lockMemory(ctx, p, lockTimeout)
+	if errors.Is(err, manifest.ErrLockTimeout) {
+		return queue(root, now, counts, nil, err)
+	}
 	if err != nil {
-		return err
+		return rec, err
 	}
 	defer lock.Release()
-	return addCites(p.Usage, counts, now)
+	return rec, fileErr(root, citation.Record(root, counts, now, nil))
 }
 
 // RecordTranscript scans the part of the transcript file not yet scanned for
@@ -237,14 +232,18 @@ func RecordCitations(ctx context.Context, root string, counts map[string]int, no
 // .memory/.citation-offsets.json, so that the Stop hook, which runs after
 // every turn of the agent, never counts a message twice. Only complete lines
 // are consumed. A transcript shorter than the remembered position was
-// replaced and is scanned from the start. It returns what it counted.
+// replaced and is scanned from the start.
 //
-// The usage file is written before the offsets: a crash in between counts
-// that stretch again on the next scan rather than losing it.
-func RecordTranscript(ctx context.Context, root, session, transcript string, now time.Time, lockTimeout time.Duration) (map[string]int, error) {
+// The usage write and the offset advance agree after a crash at any step
+// (citation.Record). When the learning lock stays busy for lockTimeout,
+// the stretch is still scanned and its counts queued in the inbox with
+// the range it covers; the offsets move only when the item is drained,
+// and until then a scan of the same session starts after the last queued
+// stretch (inbox.QueuedEnd), so nothing is counted twice.
+func RecordTranscript(ctx context.Context, root, session, transcript string, now time.Time, lockTimeout time.Duration) (Recorded, error) {
 	abs, err := filepath.Abs(transcript)
 	if err != nil {
-		return nil, fmt.Errorf("transcript %s: %w", transcript, err)
+		return Recorded{}, fmt.Errorf("transcript %s: %w", transcript, err)
 	}
 	if session == "" {
 		session = "file:" + abs
@@ -253,57 +252,78 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	// device, only a regular file of the current user.
 	f, err := safefs.OpenOwned(abs)
 	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
+		return Recorded{}, fmt.Errorf("open transcript: %w", err)
 	}
 	defer f.Close()
 
 	p := manifest.PathsFor(root)
-	lock, err := lockMemory(ctx, p, lockTimeout)
+	lock, lockErr := lockMemory(ctx, p, lockTimeout)
+	queued := errors.Is(lockErr, manifest.ErrLockTimeout)
+	if lockErr != nil && !queued {
+		return Recorded{}, lockErr
+	}
+	if lock != nil {
+		defer lock.Release()
+	}
+	// The queued stretches first, then the offsets: a drain running
+	// meanwhile advances the offsets before it removes an item.
+	end := inbox.QueuedEnd(root, session, abs)
+	offs, err := citation.ReadOffsets(root)
 	if err != nil {
-		return nil, err
+		return Recorded{}, fileErr(root, err)
 	}
-	defer lock.Release()
-
-	offPath := filepath.Join(root, OffsetsFile)
-	offs, err := readOffsets(offPath)
-	if err != nil {
-		return nil, err
-	}
-	start := int64(0)
-	if o, ok := offs.Sessions[session]; ok && o.Transcript == abs {
-		start = o.Offset
-	}
+	start := max(offs.Start(session, abs), end)
 	if fi, err := f.Stat(); err == nil && fi.Size() < start {
 		start = 0
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("seek transcript %s: %w", abs, err)
+		return Recorded{}, fmt.Errorf("seek transcript %s: %w", abs, err)
 	}
 	counts := map[string]int{}
 	n, err := scan(f, counts, false)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", abs, err)
+		return Recorded{}, fmt.Errorf("%s: %w", abs, err)
 	}
-	if err := addCites(p.Usage, counts, now); err != nil {
-		return nil, err
-	}
+	rec := Recorded{Counts: counts}
 	if n == 0 {
-		return counts, nil // nothing new: nothing to remember
+		return rec, nil // nothing new: nothing to remember
 	}
-	offs.Sessions[session] = sessionOffset{Transcript: abs, Offset: start + n, ScannedAt: now.UTC().Format(time.RFC3339)}
-	for k, o := range offs.Sessions {
-		if t, err := time.Parse(time.RFC3339, o.ScannedAt); err == nil && now.Sub(t) > offsetsKeep {
-			delete(offs.Sessions, k)
+	s := &citation.Stretch{Session: session, Transcript: abs, From: start, To: start + n}
+	if queued {
+		if citation.Total(counts) == 0 {
+			// Nothing cited: the next scan reads this stretch again and
+			// counts nothing again.
+			return rec, nil
+		}
+		return queue(root, now, counts, s, lockErr)
+	}
+	return rec, fileErr(root, citation.Record(root, counts, now, s))
+}
+
+// queue writes counts (and the stretch they come from) as an inbox item.
+// Ids that are not knowledge ids a drain would accept are left out.
+func queue(root string, now time.Time, counts map[string]int, s *citation.Stretch, lockErr error) (Recorded, error) {
+	valid := map[string]int{}
+	for id, n := range counts {
+		if n > 0 && citation.ValidID(id) {
+			valid[id] = min(n, citation.MaxCount)
 		}
 	}
-	data, err := marshalIndent(offs)
+	rec := Recorded{Counts: valid}
+	if len(valid) == 0 {
+		return rec, nil
+	}
+	if s != nil && s.Validate() != nil {
+		// A stretch a drain would refuse (a session id over 64 KiB): not
+		// queued, the lock error stands and the offsets do not move.
+		return Recorded{}, lockErr
+	}
+	it, err := inbox.EnqueueCite(root, now, valid, s)
 	if err != nil {
-		return nil, err
+		return Recorded{}, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, err)
 	}
-	if err := manifest.WriteFile(offPath, data, 0o644); err != nil {
-		return nil, fmt.Errorf("write citation offsets: %w", err)
-	}
-	return counts, nil
+	rec.Queued = it.ID
+	return rec, nil
 }
 
 func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*manifest.Lock, error) {
@@ -314,54 +334,14 @@ func lockMemory(ctx context.Context, p manifest.Paths, timeout time.Duration) (*
 	return lock, err
 }
 
-func readOffsets(path string) (*offsets, error) {
-	o := &offsets{Version: 1, Sessions: map[string]sessionOffset{}}
-	data, err := safefs.ReadFile(path, safefs.MaxState)
-	if errors.Is(err, os.ErrNotExist) {
-		return o, nil
+// fileErr makes a usage or offsets file that does not parse a *FileError
+// (bad input: the caller exits 2 naming it).
+func fileErr(root string, err error) error {
+	switch {
+	case errors.Is(err, manifest.ErrCorruptUsage):
+		return &FileError{Path: manifest.PathsFor(root).Usage, Err: err}
+	case errors.Is(err, citation.ErrCorruptOffsets):
+		return &FileError{Path: filepath.Join(root, OffsetsFile), Err: err}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read citation offsets: %w", err)
-	}
-	if err := json.Unmarshal(data, o); err != nil {
-		return nil, &FileError{Path: path, Err: fmt.Errorf("%w (delete it to scan transcripts from the start)", err)}
-	}
-	if o.Sessions == nil {
-		o.Sessions = map[string]sessionOffset{}
-	}
-	return o, nil
-}
-
-// addCites applies counts to the usage file; the caller holds the lock.
-func addCites(path string, counts map[string]int, now time.Time) error {
-	if total(counts) == 0 {
-		return nil
-	}
-	u, err := manifest.ReadUsage(path)
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return err
-		}
-		return &FileError{Path: path, Err: err}
-	}
-	for _, id := range slices.Sorted(maps.Keys(counts)) {
-		if n := counts[id]; n > 0 {
-			u.Cite(id, n, now)
-		}
-	}
-	if err := manifest.WriteUsage(path, u); err != nil {
-		return fmt.Errorf("write knowledge usage: %w", err)
-	}
-	return nil
-}
-
-func total(counts map[string]int) int {
-	t := 0
-	for _, n := range counts {
-		if n > 0 {
-			t += n
-		}
-	}
-	return t
+	return err
 }

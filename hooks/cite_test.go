@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/citation"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -100,7 +102,7 @@ func TestRecordCitations(t *testing.T) {
 	usage := filepath.Join(root, ".memory", ".knowledge-usage.json")
 	writeFile(t, usage, usageWithExtras, 0o644)
 	now := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-	if err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 3, "PF-004": 1}, now, time.Second); err != nil {
+	if _, err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 3, "PF-004": 1}, now, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	got := readJSON(t, usage).(map[string]any)
@@ -124,7 +126,7 @@ func TestRecordCitationsBadUsageFile(t *testing.T) {
 	root := t.TempDir()
 	usage := filepath.Join(root, ".memory", ".knowledge-usage.json")
 	writeFile(t, usage, `{"version":1,"entries":`, 0o644)
-	err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), time.Second)
+	_, err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), time.Second)
 	var fe *FileError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), usage) {
 		t.Errorf("err = %v", err)
@@ -134,17 +136,100 @@ func TestRecordCitationsBadUsageFile(t *testing.T) {
 	}
 }
 
-func TestRecordCitationsLockTimeout(t *testing.T) {
+// A busy lock: the counts are queued in the inbox, nothing is written to
+// the usage file; the next pass that takes the lock adds them, once.
+func TestRecordCitationsQueuesWhenLockBusy(t *testing.T) {
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, ".memory", manifest.LearningLock), 0o755); err != nil {
+	lock := filepath.Join(root, ".memory", manifest.LearningLock)
+	if err := os.MkdirAll(lock, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), 50*time.Millisecond)
-	if !errors.Is(err, manifest.ErrLockTimeout) {
-		t.Errorf("err = %v", err)
+	rec, err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 2, "PF-003": 1}, time.Now(), 50*time.Millisecond)
+	if err != nil || !strings.HasPrefix(rec.Queued, "item-") {
+		t.Fatalf("rec = %+v, err = %v", rec, err)
 	}
 	if _, err := os.Stat(filepath.Join(root, ".memory", ".knowledge-usage.json")); !os.IsNotExist(err) {
 		t.Error("usage written without the lock")
+	}
+	if es, _ := inbox.List(root); len(es) != 1 || es[0].ID != rec.Queued {
+		t.Fatalf("inbox %v, want the item %s", es, rec.Queued)
+	}
+	os.Remove(lock)
+	// The next writer drains the item first, then adds its own.
+	if _, err := RecordCitations(context.Background(), root, map[string]int{"ADR-001": 1}, time.Now(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := cites(t, root); !maps.Equal(got, map[string]int{"ADR-001": 3, "PF-003": 1}) {
+		t.Errorf("usage %v", got)
+	}
+	if es, _ := inbox.List(root); len(es) != 0 {
+		t.Errorf("items left: %v", es)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".memory", ".knowledge-usage.json")); strings.Contains(string(b), inbox.Field) {
+		t.Errorf("drain record left in the usage file:\n%s", b)
+	}
+}
+
+// The Stop hook under a busy lock: each scan queues the stretch it read;
+// a later scan of the same session starts after the last queued stretch,
+// and once the lock is free the drain adds every stretch once and moves
+// the session's offset to the end.
+func TestRecordTranscriptQueuesStretches(t *testing.T) {
+	root := t.TempDir()
+	tr := filepath.Join(t.TempDir(), "session.jsonl")
+	lock := filepath.Join(root, ".memory", manifest.LearningLock)
+	if err := os.MkdirAll(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, now := context.Background(), time.Now()
+	appendFile(t, tr, assistant("m1", "ADR-001 and PF-002"))
+	first := int64(len(assistant("m1", "ADR-001 and PF-002")))
+	r1, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond)
+	if err != nil || r1.Queued == "" || !maps.Equal(r1.Counts, map[string]int{"ADR-001": 1, "PF-002": 1}) {
+		t.Fatalf("first scan %+v %v", r1, err)
+	}
+	// Nothing new: nothing queued, nothing counted.
+	if r, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond); err != nil || r.Queued != "" || len(r.Counts) != 0 {
+		t.Fatalf("rescan of a queued stretch: %+v %v", r, err)
+	}
+	appendFile(t, tr, assistant("m2", "ADR-001"))
+	r2, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond)
+	if err != nil || r2.Queued == "" || !maps.Equal(r2.Counts, map[string]int{"ADR-001": 1}) {
+		t.Fatalf("second scan %+v %v", r2, err)
+	}
+	if end := inbox.QueuedEnd(root, "s1", tr); end <= first {
+		t.Errorf("queued end %d, want past %d", end, first)
+	}
+	if offs, _ := citation.ReadOffsets(root); offs.Start("s1", tr) != 0 {
+		t.Errorf("offset moved before the drain: %v", offs.Sessions)
+	}
+	os.Remove(lock)
+	appendFile(t, tr, assistant("m3", "PF-002"))
+	r3, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second)
+	if err != nil || r3.Queued != "" || !maps.Equal(r3.Counts, map[string]int{"PF-002": 1}) {
+		t.Fatalf("scan with the lock %+v %v", r3, err)
+	}
+	if got := cites(t, root); !maps.Equal(got, map[string]int{"ADR-001": 2, "PF-002": 2}) {
+		t.Errorf("usage %v", got)
+	}
+	fi, _ := os.Stat(tr)
+	if offs, _ := citation.ReadOffsets(root); offs.Start("s1", tr) != fi.Size() {
+		t.Errorf("offset %d, want the transcript's size %d", offs.Start("s1", tr), fi.Size())
+	}
+	if r, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second); err != nil || len(r.Counts) != 0 {
+		t.Errorf("rescan after the drain %+v %v", r, err)
+	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -171,7 +256,7 @@ func TestRecordTranscriptCountsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got
+		return got.Counts
 	}
 	appendTo := func(s string) {
 		f, err := os.OpenFile(tr, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -205,7 +290,7 @@ func TestRecordTranscriptCountsOnce(t *testing.T) {
 	}
 
 	// Another session is tracked on its own.
-	if got, err := RecordTranscript(ctx, root, "sess-2", tr, now, time.Second); err != nil || got["ADR-001"] != 2 {
+	if got, err := RecordTranscript(ctx, root, "sess-2", tr, now, time.Second); err != nil || got.Counts["ADR-001"] != 2 {
 		t.Errorf("other session: %v %v", got, err)
 	}
 
@@ -230,11 +315,29 @@ func TestRecordTranscriptPrunesOldSessions(t *testing.T) {
 	if _, err := RecordTranscript(context.Background(), root, "new", tr, old.Add(31*24*time.Hour), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	offs, err := readOffsets(filepath.Join(root, OffsetsFile))
+	offs, err := citation.ReadOffsets(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := offs.Sessions["old"]; ok || len(offs.Sessions) != 1 {
 		t.Errorf("sessions %v", offs.Sessions)
+	}
+}
+
+// A session id no drain would accept is not queued: the lock error stands
+// and the stretch stays for a later scan (nothing lost, nothing rejected).
+func TestRecordTranscriptHugeSessionNotQueued(t *testing.T) {
+	root := t.TempDir()
+	tr := filepath.Join(t.TempDir(), "s.jsonl")
+	appendFile(t, tr, assistant("m1", "ADR-001"))
+	if err := os.MkdirAll(filepath.Join(root, ".memory", manifest.LearningLock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := RecordTranscript(context.Background(), root, strings.Repeat("s", 70<<10), tr, time.Now(), 20*time.Millisecond)
+	if !errors.Is(err, manifest.ErrLockTimeout) {
+		t.Errorf("err = %v, want the lock timeout", err)
+	}
+	if es, _ := inbox.List(root); len(es) != 0 {
+		t.Errorf("queued %v", es)
 	}
 }

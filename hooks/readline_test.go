@@ -96,8 +96,8 @@ func TestRecordTranscriptRefusesSpecialFiles(t *testing.T) {
 			t.Fatalf("%s: RecordTranscript hangs", p)
 		}
 	}
-	counts, err := RecordTranscript(t.Context(), root, "s", real, time.Now(), time.Second)
-	if err != nil || counts["ADR-001"] != 1 {
+	rec, err := RecordTranscript(t.Context(), root, "s", real, time.Now(), time.Second)
+	if counts := rec.Counts; err != nil || counts["ADR-001"] != 1 {
 		t.Fatalf("a regular transcript: %v %v", counts, err)
 	}
 }

@@ -1,9 +1,11 @@
 // Package inbox owns .memory/inbox/: the queue of facts written by commands
 // that could not take the learning lock in time, and the drain that merges
-// them into the learning log under the lock.
+// them into the learning log, the journals and the usage file under the
+// lock.
 //
-// A writer that only adds facts (observe) and finds the lock held longer
-// than lock.queue_after writes its input as one file,
+// A writer that only adds facts (observe, outcome record, verdict record,
+// cite, the Stop hook) and finds the lock held longer than
+// lock.queue_after writes its input as one file,
 // .memory/inbox/item-<UTC time>-<nanoseconds>-<pid>-<counter>.json, with an
 // atomic write (temp file, fsync, rename): a file is complete or absent,
 // and no two writers ever touch the same file. The names sort in the order
@@ -27,6 +29,23 @@
 //     written before step 4 and removed after this one, makes the next
 //     drain finish the prune after a crash even when no item is queued.
 //
+// Outcome and feedback items are idempotent by themselves (applyJournal).
+//
+// Cite items (cite and the Stop hook) carry citation counts, their
+// "cited" feedback events and, from the Stop hook, the stretch of the
+// session's transcript they were counted from. The drain adds the counts
+// of the items not yet applied to the usage file and records their ids
+// in the same write (the top-level key x_learnwatch_inbox, which other
+// tools keep as they keep every unknown key): that write is their commit
+// point. It then sets each stretch's session offset to the stretch's end
+// (idempotent), appends the events unless feedback.jsonl holds a line of
+// the item's id after the size it had at queue time, removes the files,
+// and prunes the ids from the usage file as it does from the log. Until
+// then, a Stop hook that cannot take the lock starts its scan after the
+// last stretch queued for its session (QueuedEnd), so a queued stretch is
+// never read twice. A usage or offsets file that cannot be read leaves
+// the cite items queued for a later pass (Result.Deferred).
+//
 // An item that cannot be read (not JSON, too large, not a regular file) is
 // renamed to rejected-<name> and reported, never deleted.
 package inbox
@@ -44,6 +63,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -60,11 +80,13 @@ const Dir = "inbox"
 const Field = "x_learnwatch_inbox"
 
 // Item kinds: observations (observe), a run's outcome with its feedback
-// (outcome record), feedback events (verdict record).
+// (outcome record), feedback events (verdict record), knowledge citations
+// (cite and the Stop hook).
 const (
 	KindObserve  = "observe"
 	KindOutcome  = "outcome"
 	KindFeedback = "feedback"
+	KindCite     = "cite"
 )
 
 // MaxItemBytes bounds the size of an item file read by Drain.
@@ -100,6 +122,11 @@ type Item struct {
 	Outcome json.RawMessage   `json:"outcome,omitempty"`
 	Events  []json.RawMessage `json:"events,omitempty"`
 	Offset  int64             `json:"offset,omitempty"`
+	// Cites are the citation counts of a cite item; Stretch, for one
+	// queued by the Stop hook or cite --transcript, the part of the
+	// session's transcript they were counted from.
+	Cites   map[string]int    `json:"cites,omitempty"`
+	Stretch *citation.Stretch `json:"stretch,omitempty"`
 }
 
 // Path returns root/.memory/inbox.
@@ -163,6 +190,19 @@ func EnqueueOutcome(root string, now time.Time, outcome json.RawMessage, events 
 func EnqueueFeedback(root string, now time.Time, events []json.RawMessage) (Item, error) {
 	return enqueue(root, Item{Kind: KindFeedback, Now: now.UTC().Format(time.RFC3339Nano), Events: events,
 		Offset: journal.FeedbackSize(root)})
+}
+
+// EnqueueCite queues citation counts with their "cited" feedback events
+// (citation.Events); s, when not nil, is the stretch of a session's
+// transcript they were counted from (its session's offset advances to
+// s.To when the item is drained).
+func EnqueueCite(root string, now time.Time, counts map[string]int, s *citation.Stretch) (Item, error) {
+	evs, err := citation.Events(counts, now)
+	if err != nil {
+		return Item{}, fmt.Errorf("inbox: %w", err)
+	}
+	return enqueue(root, Item{Kind: KindCite, Now: now.UTC().Format(time.RFC3339Nano), Cites: counts, Stretch: s,
+		Events: evs, Offset: journal.FeedbackSize(root)})
 }
 
 func enqueue(root string, it Item) (Item, error) {
@@ -253,15 +293,22 @@ func Stat(root string) (Depth, error) {
 
 // Result says what a drain did.
 type Result struct {
-	Drained      int      `json:"drained"`          // items merged by this drain
-	Completed    int      `json:"completed"`        // items a crashed drain had merged: only removed
-	Observations int      `json:"observations"`     // sightings merged
-	Events       int      `json:"events,omitempty"` // feedback events appended (outcome and feedback items)
-	Rejected     []string `json:"rejected,omitempty"`
-	Skipped      string   `json:"skipped,omitempty"` // why the inbox was not drained
+	Drained      int `json:"drained"`             // items merged by this drain
+	Completed    int `json:"completed"`           // items a crashed drain had merged: only removed
+	Observations int `json:"observations"`        // sightings merged
+	Events       int `json:"events,omitempty"`    // feedback events appended (outcome, feedback and cite items)
+	Citations    int `json:"citations,omitempty"` // citations added to the usage file (cite items)
+	// Deferred says why cite items were left queued (a usage or offsets
+	// file that cannot be read).
+	Deferred string   `json:"deferred,omitempty"`
+	Rejected []string `json:"rejected,omitempty"`
+	Skipped  string   `json:"skipped,omitempty"` // why the inbox was not drained
 	// Feedback counts the feedback events of an interrupted reconcile
 	// recorded by Lock before the drain.
 	Feedback int `json:"feedback,omitempty"`
+	// CitationPass is set when Lock found the record of an interrupted
+	// citation pass (and completed or dropped it).
+	CitationPass bool `json:"citation_pass,omitempty"`
 }
 
 // read loads an item file: a regular file, at most MaxItemBytes, whose id
@@ -319,18 +366,43 @@ func Parse(b []byte, id string) (Item, error) {
 			return Item{}, fmt.Errorf("not an inbox item: outcome: %w", err)
 		}
 	case KindFeedback:
+	case KindCite:
+		if len(it.Outcome) > 0 {
+			return Item{}, errors.New("not an inbox item: a cite item with an outcome")
+		}
+		if len(it.Cites) == 0 {
+			return Item{}, errors.New("not an inbox item: a cite item without citations")
+		}
+		if err := citation.ValidateCounts(it.Cites); err != nil {
+			return Item{}, fmt.Errorf("not an inbox item: cites: %w", err)
+		}
+		if it.Stretch != nil {
+			if err := it.Stretch.Validate(); err != nil {
+				return Item{}, fmt.Errorf("not an inbox item: %w", err)
+			}
+		}
+		// Only the helpful events of the item's own citations.
+		for i, raw := range it.Events {
+			if e, _ := journal.ParseEvent(raw); e.Kind != learn.KindCited || it.Cites[e.Target] == 0 {
+				return Item{}, fmt.Errorf("not an inbox item: event %d is not a citation of the item (%s %s)", i+1, e.Kind, e.Target)
+			}
+		}
 	default:
 		return Item{}, fmt.Errorf("not an inbox item: kind %q", it.Kind)
 	}
 	if it.Kind != KindObserve && len(it.Observations) > 0 {
 		return Item{}, fmt.Errorf("not an inbox item: a %s item with observations", it.Kind)
 	}
+	if it.Kind != KindCite && (len(it.Cites) > 0 || it.Stretch != nil) {
+		return Item{}, fmt.Errorf("not an inbox item: a %s item with citations", it.Kind)
+	}
 	return it, nil
 }
 
-// Drain merges every queued item into the learning log; the caller holds
-// the learning lock. See the package comment for why a crash at any point
-// neither loses nor double-counts an item.
+// Drain merges every queued item into the learning log (observations),
+// the journals (outcomes, feedback) and the usage file (citations); the
+// caller holds the learning lock. See the package comment for why a crash
+// at any point neither loses nor double-counts an item.
 func Drain(root string) (Result, error) {
 	var res Result
 	es, err := List(root)
@@ -358,6 +430,7 @@ func Drain(root string) (Result, error) {
 	mult := multiplier(root)
 	var done []Entry
 	var applied []string
+	var cites []queuedCite
 	for _, e := range es {
 		if recorded[e.ID] {
 			res.Completed++
@@ -376,7 +449,11 @@ func Drain(root string) (Result, error) {
 		if err != nil {
 			at = e.ModTime
 		}
-		if it.Kind != KindObserve {
+		switch it.Kind {
+		case KindCite:
+			cites = append(cites, queuedCite{e, it, at})
+			continue
+		case KindOutcome, KindFeedback:
 			// Journal items are idempotent by themselves: applied now,
 			// removed with the others after the log write.
 			n, err := applyJournal(root, it)
@@ -395,9 +472,14 @@ func Drain(root string) (Result, error) {
 		done = append(done, e)
 		applied = append(applied, e.ID)
 	}
-	if len(applied) > 0 {
-		// Says "ids may be in the log" until they are pruned, so that the
-		// prune is finished even when no item is left to drain.
+	cd := prepareCites(root, cites, present, &res)
+	if err != nil {
+		return res, err
+	}
+	if len(applied) > 0 || cd.applied {
+		// Says "ids may be in the log or the usage file" until they are
+		// pruned, so that the prune is finished even when no item is left
+		// to drain.
 		if err := os.WriteFile(marker, nil, 0o644); err != nil {
 			return res, fmt.Errorf("inbox: %w", err)
 		}
@@ -413,6 +495,12 @@ func Drain(root string) (Result, error) {
 	if err := failpoint.Inject("inbox:after-log"); err != nil {
 		return res, fmt.Errorf("inbox: %w", err)
 	}
+	cdone, n, err := cd.commit(root)
+	if err != nil {
+		return res, err
+	}
+	res.Events += n
+	done = append(done, cdone...)
 	for _, e := range done {
 		if err := failpoint.Inject("inbox:remove"); err != nil {
 			return res, fmt.Errorf("inbox: %w", err)
@@ -433,10 +521,208 @@ func Drain(root string) (Result, error) {
 			return res, err
 		}
 	}
+	// The ids of the items still queued (deferred cite items) stay.
+	still := map[string]bool{}
+	if es, err := List(root); err == nil {
+		for _, e := range es {
+			still[e.ID] = true
+		}
+	}
+	if err := pruneUsage(root, still); err != nil {
+		return res, err
+	}
 	if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return res, fmt.Errorf("inbox: %w", err)
 	}
 	return res, nil
+}
+
+// queuedCite is a cite item read by Drain, with its clock.
+type queuedCite struct {
+	e  Entry
+	it Item
+	at time.Time
+}
+
+// citeDrain is the part of a drain that concerns cite items: the usage
+// file with their counts and ids, the stretches whose sessions advance,
+// and the items done once both are written.
+type citeDrain struct {
+	usage     *manifest.Usage
+	applied   bool // counts added: the usage file is written
+	stretches []citation.Stretch
+	at        time.Time
+	items     []queuedCite
+}
+
+// prepareCites applies the cite items to the usage file in memory. An
+// item whose id the usage file records (Field, a top-level key) was
+// applied by a drain killed before removing it: it is only done (its
+// stretch still advances, which is idempotent). Recorded ids whose files
+// are gone (not in present) are pruned. When the usage or offsets file
+// cannot be read (does not parse, is refused), the cite items stay queued
+// (res.Deferred says why): a later pass drains them once reconcile rebuilt
+// the usage file or the offsets file was removed.
+func prepareCites(root string, items []queuedCite, present map[string]bool, res *Result) *citeDrain {
+	cd := &citeDrain{}
+	if len(items) == 0 {
+		return cd
+	}
+	u, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	if err == nil {
+		_, err = citation.ReadOffsets(root)
+	}
+	if err != nil {
+		res.Deferred = fmt.Sprintf("%d cite item(s) left queued: %v", len(items), err)
+		return cd
+	}
+	recorded := usageIDs(u)
+	var keep []string
+	for _, id := range recorded {
+		if present[id] {
+			keep = append(keep, id)
+		}
+	}
+	for _, q := range items {
+		if slices.Contains(keep, q.e.ID) {
+			res.Completed++
+		} else {
+			citation.AddCites(u, q.it.Cites, q.at)
+			keep = append(keep, q.e.ID)
+			cd.applied = true
+			res.Drained++
+			res.Citations += citation.Total(q.it.Cites)
+		}
+		if q.it.Stretch != nil {
+			cd.stretches = append(cd.stretches, *q.it.Stretch)
+		}
+		cd.at = q.at
+		cd.items = append(cd.items, q)
+	}
+	setUsageIDs(u, keep)
+	cd.usage = u
+	return cd
+}
+
+// commit writes the usage file — the commit point of the cite items: their
+// counts and ids in one atomic write — then advances the sessions of
+// their stretches and appends their feedback events (each item's once:
+// they carry the item id as their pass), and returns the items done and
+// the number of events appended.
+func (cd *citeDrain) commit(root string) ([]Entry, int, error) {
+	var done []Entry
+	n := 0
+	if err := cd.write(root); err != nil {
+		return nil, 0, err
+	}
+	for _, q := range cd.items {
+		k, err := citation.AppendEvents(root, q.e.ID, q.it.Offset, q.it.Events)
+		if err != nil {
+			return nil, n, fmt.Errorf("inbox: %w", err)
+		}
+		n += k
+		done = append(done, q.e)
+	}
+	return done, n, nil
+}
+
+func (cd *citeDrain) write(root string) error {
+	if cd.applied {
+		if err := failpoint.Inject("inbox:before-usage"); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		if err := manifest.WriteUsage(manifest.PathsFor(root).Usage, cd.usage); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		if err := failpoint.Inject("inbox:after-usage"); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+	}
+	if len(cd.stretches) == 0 {
+		return nil
+	}
+	if err := citation.Advance(root, cd.stretches, cd.at); err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	if err := failpoint.Inject("inbox:after-offsets"); err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	return nil
+}
+
+// usageIDs returns the item ids the usage file records.
+func usageIDs(u *manifest.Usage) []string {
+	raw, ok := u.Extra(Field)
+	if !ok {
+		return nil
+	}
+	var out []string
+	if json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// setUsageIDs records ids in the usage file (none: the key is removed).
+func setUsageIDs(u *manifest.Usage, ids []string) {
+	if len(ids) == 0 {
+		u.DeleteExtra(Field)
+		return
+	}
+	b, _ := json.Marshal(ids)
+	u.SetExtra(Field, b)
+}
+
+// pruneUsage removes from the usage file the recorded item ids not in
+// keep (their files are gone). A usage file that cannot be read has
+// nothing learnwatch could prune.
+func pruneUsage(root string, keep map[string]bool) error {
+	path := manifest.PathsFor(root).Usage
+	u, err := manifest.ReadUsage(path)
+	if err != nil {
+		return nil // unreadable: nothing learnwatch could prune
+	}
+	have := usageIDs(u)
+	if _, ok := u.Extra(Field); !ok {
+		return nil
+	}
+	var still []string
+	for _, id := range have {
+		if keep[id] {
+			still = append(still, id)
+		}
+	}
+	if len(still) == len(have) && len(have) > 0 {
+		return nil
+	}
+	setUsageIDs(u, still)
+	if err := manifest.WriteUsage(path, u); err != nil {
+		return fmt.Errorf("inbox: %w", err)
+	}
+	return nil
+}
+
+// QueuedEnd returns the end of the last stretch of transcript queued for
+// session (0 when none): a scan that cannot take the lock starts there,
+// so that a stretch waiting in the inbox is not counted twice. Items over
+// 1 MiB (a cite item is a few hundred bytes) and items that cannot be
+// read are skipped.
+func QueuedEnd(root, session, transcript string) int64 {
+	es, _ := List(root)
+	var end int64
+	for _, e := range es {
+		if e.Size > 1<<20 {
+			continue
+		}
+		it, err := read(e)
+		if err != nil || it.Kind != KindCite || it.Stretch == nil {
+			continue
+		}
+		if s := it.Stretch; s.Session == session && s.Transcript == transcript && s.To > end {
+			end = s.To
+		}
+	}
+	return end
 }
 
 // applyJournal appends an outcome or feedback item, once: the outcome

@@ -3,6 +3,7 @@ package inbox
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -239,7 +241,22 @@ func TestParse(t *testing.T) {
 		{`{"v":1,"id":"` + id + `","kind":"observe","observations":[null]}`, "observation 1 is null"},
 		{`{"v":2,"id":"` + id + `","kind":"observe"}`, "version 2"},
 		{`{"v":1,"id":"item-x","kind":"observe"}`, `id "item-x"`},
-		{`{"v":1,"id":"` + id + `","kind":"cite"}`, `kind "cite"`},
+		{`{"v":1,"id":"` + id + `","kind":"cite"}`, `cite item without citations`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":2,"PF-010":1}}`, ""},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"/t/s.jsonl","from":10,"to":90}}`, ""},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-1":1}}`, `not a knowledge id`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"../x":1}}`, `not a knowledge id`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":0}}`, `out of range`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":-3}}`, `out of range`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"rel.jsonl","from":0,"to":9}}`, `absolute path`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"/t","from":9,"to":9}}`, `range`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"transcript":"/t","from":0,"to":9}}`, `no session`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"cited","value":1}]}`, ""},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-002","kind":"cited","value":1}]}`, `not a citation of the item`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"events":[{"ts":"2026-01-05T00:00:00Z","target":"ADR-001","kind":"deleted","value":1}]}`, `not a citation of the item`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"outcome":{"run_id":"r"}}`, `with an outcome`},
+		{`{"v":1,"id":"` + id + `","kind":"observe","cites":{"ADR-001":1}}`, `observe item with citations`},
+		{`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"observations":[{"id":"o","type":"decision","pattern":"p"}]}`, `with observations`},
 		{`[1,2]`, "not an inbox item"},
 		{`{"v":1,"id":"` + id + `","kind":"observe","observations":[{"id":1}]}`, "not an inbox item"},
 	}
@@ -256,6 +273,9 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"v":1,"id":"` + id + `","kind":"observe","observations":[{"id":"o","type":"decision","pattern":"p","x":{"a":[1]}}]}`))
 	f.Add([]byte(`{"v":1,"id":"` + id + `","kind":"observe","observations":[null]}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":2,"PF-010":1}}`))
+	f.Add([]byte(`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":1},"stretch":{"session":"s1","transcript":"/t/s.jsonl","from":10,"to":90}}`))
+	f.Add([]byte(`{"v":1,"id":"` + id + `","kind":"cite","cites":{"ADR-001":0,"x":1},"stretch":{"session":"","transcript":"t","from":-1,"to":-2}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		it, err := Parse(b, id)
 		if err != nil {
@@ -273,6 +293,27 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, o := range it.Observations {
 			_ = o.Validate()
+		}
+		// A cite item that parses can be applied: knowledge ids only,
+		// positive bounded counts, a stretch with a non-empty range.
+		if !maps.Equal(it2.Cites, it.Cites) {
+			t.Fatalf("cites round trip: %v vs %v", it2.Cites, it.Cites)
+		}
+		for id, n := range it.Cites {
+			if !citation.ValidID(id) || n < 1 || n > citation.MaxCount {
+				t.Fatalf("accepted cites %q: %d", id, n)
+			}
+		}
+		if s := it.Stretch; s != nil && (s.To <= s.From || s.From < 0 || !filepath.IsAbs(s.Transcript)) {
+			t.Fatalf("accepted stretch %+v", *s)
+		}
+		if it.Kind == KindCite && len(it.Cites) == 0 {
+			t.Fatal("accepted a cite item without citations")
+		}
+		u := manifest.NewUsage()
+		citation.AddCites(u, it.Cites, time.Unix(0, 0))
+		if _, err := u.Encode(); err != nil {
+			t.Fatalf("usage with the item's counts: %v", err)
 		}
 	})
 }
@@ -322,5 +363,197 @@ func TestDrainOutcomeOnce(t *testing.T) {
 				t.Errorf("items left: %v", es)
 			}
 		})
+	}
+}
+
+const usageDevflow = `{
+  "version": 1,
+  "generator": {"name": "devflow"},
+  "entries": {
+    "ADR-001": {"cites": 2, "last_cited": null, "created": "2024-01-01T00:00:00Z"}
+  }
+}
+`
+
+func usageCites(t *testing.T, root string) (map[string]int, *manifest.Usage) {
+	t.Helper()
+	u, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for id := range u.Entries {
+		m[id], _ = u.Cites(id)
+	}
+	return m, u
+}
+
+// A cite item is added to the usage file exactly once, whatever step a
+// drain was killed at: the item id recorded in the usage file in the same
+// write as the counts says it was applied. The session's offset moves to
+// the stretch's end; other tools' keys are kept; the record is pruned.
+func TestDrainCitesOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	stretch := &citation.Stretch{Session: "s1", Transcript: "/home/u/.claude/s1.jsonl", From: 0, To: 420}
+	cases := []struct {
+		name string
+		// crash prepares the state a drain killed at some step left.
+		crash func(t *testing.T, root string, it Item)
+	}{
+		{"fresh", func(*testing.T, string, Item) {}},
+		{"killed after the usage write", func(t *testing.T, root string, it Item) {
+			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+			citation.AddCites(u, it.Cites, t0)
+			setUsageIDs(u, []string{it.ID})
+			if err := manifest.WriteUsage(manifest.PathsFor(root).Usage, u); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
+		}},
+		{"killed after the offsets write", func(t *testing.T, root string, it Item) {
+			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+			citation.AddCites(u, it.Cites, t0)
+			setUsageIDs(u, []string{it.ID})
+			manifest.WriteUsage(manifest.PathsFor(root).Usage, u)
+			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
+			if err := citation.Advance(root, []citation.Stretch{*it.Stretch}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"killed after the feedback append", func(t *testing.T, root string, it Item) {
+			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+			citation.AddCites(u, it.Cites, t0)
+			setUsageIDs(u, []string{it.ID})
+			manifest.WriteUsage(manifest.PathsFor(root).Usage, u)
+			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
+			citation.Advance(root, []citation.Stretch{*it.Stretch}, t0)
+			if _, err := citation.AppendEvents(root, it.ID, it.Offset, it.Events); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"killed after removing the item", func(t *testing.T, root string, it Item) {
+			u, _ := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+			citation.AddCites(u, it.Cites, t0)
+			setUsageIDs(u, []string{it.ID})
+			manifest.WriteUsage(manifest.PathsFor(root).Usage, u)
+			os.WriteFile(filepath.Join(Path(root), pruneMarker), nil, 0o644)
+			citation.Advance(root, []citation.Stretch{*it.Stretch}, t0)
+			citation.AppendEvents(root, it.ID, it.Offset, it.Events)
+			os.Remove(filepath.Join(Path(root), it.ID+suffix))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := newRoot(t)
+			os.WriteFile(manifest.PathsFor(root).Usage, []byte(usageDevflow), 0o644)
+			it, err := EnqueueCite(root, t0, map[string]int{"ADR-001": 3, "PF-004": 1}, stretch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.crash(t, root, it)
+			if _, err := Drain(root); err != nil {
+				t.Fatal(err)
+			}
+			got, u := usageCites(t, root)
+			if want := map[string]int{"ADR-001": 5, "PF-004": 1}; !maps.Equal(got, want) {
+				t.Errorf("cites %v, want %v", got, want)
+			}
+			if _, ok := u.Extra(Field); ok {
+				t.Errorf("the drain's record %s is left in the usage file", Field)
+			}
+			if g, ok := u.Extra("generator"); !ok || !strings.Contains(string(g), "devflow") {
+				t.Errorf("another tool's top-level key lost: %s", g)
+			}
+			offs, _ := citation.ReadOffsets(root)
+			if o := offs.Start("s1", stretch.Transcript); o != 420 {
+				t.Errorf("session offset %d, want 420", o)
+			}
+			// One helpful "cited" event per entry, carrying the item id.
+			fb, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+			for _, target := range []string{"ADR-001", "PF-004"} {
+				if n := strings.Count(string(fb), `"target":"`+target+`","kind":"cited"`); n != 1 {
+					t.Errorf("%d cited events for %s, want 1:\n%s", n, target, fb)
+				}
+			}
+			if n := strings.Count(string(fb), `"pass":"`+it.ID+`"`); n != 2 {
+				t.Errorf("%d events carry the item id, want 2", n)
+			}
+			if es, _ := List(root); len(es) != 0 {
+				t.Errorf("items left: %v", es)
+			}
+			if _, err := os.Lstat(filepath.Join(Path(root), pruneMarker)); err == nil {
+				t.Error("prune marker left")
+			}
+			// Draining again changes nothing.
+			before, _ := os.ReadFile(manifest.PathsFor(root).Usage)
+			if _, err := Drain(root); err != nil {
+				t.Fatal(err)
+			}
+			if after, _ := os.ReadFile(manifest.PathsFor(root).Usage); string(after) != string(before) {
+				t.Errorf("a second drain changed the usage file")
+			}
+		})
+	}
+}
+
+// Cite items wait while the usage file does not parse (reconcile rebuilds
+// it): they are neither lost nor set aside, and the other items drain.
+func TestDrainCitesDeferredOnCorruptUsage(t *testing.T) {
+	root := newRoot(t)
+	usage := manifest.PathsFor(root).Usage
+	os.WriteFile(usage, []byte(`{"version":1,"entries":`), 0o644)
+	if _, err := EnqueueCite(root, time.Now(), map[string]int{"ADR-002": 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Enqueue(root, time.Now(), []*manifest.Observation{obs(t, `{"id":"obs_a","type":"decision","pattern":"use sqlite"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Drain(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Deferred, "1 cite item(s) left queued") || res.Drained != 1 {
+		t.Errorf("res %+v", res)
+	}
+	if es, _ := List(root); len(es) != 1 {
+		t.Fatalf("items %v, want the cite item only", es)
+	}
+	if b, _ := os.ReadFile(usage); string(b) != `{"version":1,"entries":` {
+		t.Errorf("corrupt usage file changed: %s", b)
+	}
+	os.WriteFile(usage, []byte(usageDevflow), 0o644)
+	if res, err := Drain(root); err != nil || res.Citations != 1 || res.Deferred != "" {
+		t.Errorf("after repair: %+v %v", res, err)
+	}
+	if got, _ := usageCites(t, root); got["ADR-002"] != 1 {
+		t.Errorf("cites %v", got)
+	}
+}
+
+// Stretches of one session drained together: the offset ends at the last.
+func TestDrainCitesStretchesInOrder(t *testing.T) {
+	root := newRoot(t)
+	tr := "/t/s1.jsonl"
+	for i, r := range [][2]int64{{0, 100}, {100, 250}, {250, 260}} {
+		s := &citation.Stretch{Session: "s1", Transcript: tr, From: r[0], To: r[1]}
+		if _, err := EnqueueCite(root, time.Now(), map[string]int{"ADR-001": i + 1}, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if end := QueuedEnd(root, "s1", tr); end != 260 {
+		t.Errorf("QueuedEnd %d, want 260", end)
+	}
+	if end := QueuedEnd(root, "s2", tr); end != 0 {
+		t.Errorf("QueuedEnd of another session %d, want 0", end)
+	}
+	if _, err := Drain(root); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := usageCites(t, root); got["ADR-001"] != 6 {
+		t.Errorf("cites %v, want 6", got)
+	}
+	offs, _ := citation.ReadOffsets(root)
+	if o := offs.Start("s1", tr); o != 260 {
+		t.Errorf("offset %d, want 260", o)
 	}
 }

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // Lock takes the learning lock of root (waiting up to timeout), completes
 // the feedback of an interrupted reconcile (journal.CompletePending) and
-// drains the inbox before returning: the one place every pass that holds
+// the citations of an interrupted Stop hook (citation.CompletePending),
+// and drains the inbox before returning: the one place every pass that holds
 // the lock goes through. A drain that fails for I/O releases the lock and returns
 // the error; an inbox that is not a real directory is left alone (the
 // pass goes on, res.Skipped says why).
@@ -28,8 +30,24 @@ func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lo
 		_ = lock.Release()
 		return nil, Result{}, fmt.Errorf("feedback of an interrupted reconcile: %w", err)
 	}
+	// Then an interrupted citation pass, judged against the usage file it
+	// wrote, before the drain's cite items change that file. An offsets
+	// file that does not parse leaves the record for a later pass (the
+	// Stop hook says to delete the file).
+	found := citation.Pending(root)
+	var cerr error
+	if found {
+		_, cerr = citation.CompletePending(root)
+	}
+	if cerr != nil && !errors.Is(cerr, citation.ErrCorruptOffsets) {
+		_ = lock.Release()
+		return nil, Result{}, fmt.Errorf("citations of an interrupted Stop hook: %w", cerr)
+	}
 	res, err := Drain(root)
-	res.Feedback = n
+	res.Feedback, res.CitationPass = n, found
+	if cerr != nil && res.Deferred == "" {
+		res.Deferred = "an interrupted Stop hook's offsets left to complete: " + cerr.Error()
+	}
 	if err == nil && res.Events > 0 {
 		// Queued outcomes and verdicts changed the tallies.
 		_, _ = journal.RefreshPolicyLocked(root, time.Now())

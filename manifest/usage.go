@@ -131,3 +131,22 @@ func WriteUsage(path string, u *Usage) error {
 	}
 	return WriteFile(path, b, 0o644)
 }
+
+// Extra returns the raw value of a top-level key this package does not
+// know (another tool's, or a learnwatch-only record such as the inbox's).
+func (u *Usage) Extra(key string) (json.RawMessage, bool) {
+	v, ok := u.extra[key]
+	return v, ok
+}
+
+// SetExtra sets a top-level key this package does not know; DeleteExtra
+// removes one.
+func (u *Usage) SetExtra(key string, v json.RawMessage) {
+	if u.extra == nil {
+		u.extra = map[string]json.RawMessage{}
+	}
+	u.extra[key] = v
+}
+
+// DeleteExtra: see SetExtra.
+func (u *Usage) DeleteExtra(key string) { delete(u.extra, key) }

@@ -42,14 +42,16 @@ done
 
 // TestReliabilityConcurrentWriters runs 8 learnwatch writer processes at
 // once on one repository — each a sequence of observe (its own ids, seen
-// repeatedly, plus ids shared by all writers), render, reconcile and the
-// session-start hook — while `learnwatch watch` (rendering too) runs and
+// repeatedly, plus ids shared by all writers), render, reconcile, the
+// session-start hook and cite of its agent session's growing transcript —
+// while `learnwatch watch` (rendering too) runs and
 // another tool takes the mkdir lock, appends to the log and holds the lock
 // for 0.3 s, over and over, and now and then for long (6 s in CI, 30 s in
 // the full run). No process is refused: observe queues its input in the
-// inbox when the lock stays busy, hooks fail open, render and reconcile
+// inbox when the lock stays busy (so does cite), hooks fail open, render and reconcile
 // wait their turn (lock.timeout 60 s). Afterwards every acknowledged observation is in
 // the log exactly once with exactly the acknowledged number of sightings,
+// every acknowledged citation is counted exactly once in the usage file,
 // the other tool's lines are there with their fields, the memory is
 // consistent, no lock directory is left, every process finished within the
 // bound and the watcher exits cleanly on SIGTERM.
@@ -72,6 +74,7 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		long, every = "30", "100"
 	}
 	root := t.TempDir()
+	transcripts := t.TempDir()
 	p := manifest.PathsFor(root)
 	writeFile(t, filepath.Join(p.Memory, "learnwatch.yaml"), "watch:\n  render: true\n  debounce: 50ms\nlock:\n  timeout: 60s\n")
 	writeFile(t, p.Log, "")
@@ -125,9 +128,13 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		refused int
 		queued  int
 		skipped int
-		procs   int
-		slowest result
-		wg      sync.WaitGroup
+		// cites: the citations each writer's cite calls acknowledged
+		// (exit 0: added or queued); citesQueued: calls that queued.
+		cites       = map[string]int{}
+		citesQueued int
+		procs       int
+		slowest     result
+		wg          sync.WaitGroup
 	)
 	pattern := func(id string) (typ, pat, details string) {
 		types := []string{"decision", "pitfall", "workflow", "procedural"}
@@ -151,9 +158,15 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			own := max(4, ops/8) // own ids, each seen several times
+			// The writer's agent session: each cite call first appends a
+			// turn citing the writer's ADR (and now and then a PF all
+			// writers cite), then counts what is new in the transcript.
+			transcript := filepath.Join(transcripts, fmt.Sprintf("session-%d.jsonl", w))
+			pending := map[string]int{}
 			for i := 0; i < ops; i++ {
 				var c call
 				adds := map[string]int{}
+				citing := false
 				switch k := rng.IntN(100); {
 				case k < 50:
 					var lines []string
@@ -171,8 +184,18 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 					c = args("render")
 				case k < 80:
 					c = args("reconcile")
-				case k < 95:
+				case k < 88:
 					c = call{args: []string{"hook", "session-start"}, stdin: sessionStdin(root)}
+				case k < 97:
+					text := fmt.Sprintf("Following ADR-%03d.", 900+w)
+					pending[fmt.Sprintf("ADR-%03d", 900+w)]++
+					if rng.IntN(3) == 0 {
+						text += " See PF-900."
+						pending["PF-900"]++
+					}
+					appendFile(t, transcript, fmt.Sprintf(`{"type":"assistant","message":{"id":"w%d-%d","role":"assistant","content":[{"type":"text","text":%q}]}}`+"\n", w, i, text))
+					c = args("cite", "--json", "--transcript", transcript, "--session", fmt.Sprintf("writer-%d", w))
+					citing = true
 				default:
 					c = args("status", "--json")
 				}
@@ -187,6 +210,16 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 				switch {
 				case r.timedOut:
 					t.Errorf("writer %d: a process did not finish within %s: %s", w, c.timeout, r)
+				case r.code == 0 && citing:
+					// Everything appended so far is acknowledged: counted
+					// now, or queued with its stretch.
+					for id, n := range pending {
+						cites[id] += n
+					}
+					clear(pending)
+					if strings.Contains(r.stdout, `"queued":true`) {
+						citesQueued++
+					}
 				case r.code == 0:
 					for id, n := range adds {
 						acked[id] += n
@@ -230,8 +263,8 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 	case <-time.After(bound):
 		t.Errorf("the watcher did not exit within %s of SIGTERM", bound)
 	}
-	t.Logf("%d processes, %d refused (lock timeout, exit 3), %d observes queued in the inbox, %d hooks skipped their reconcile, slowest %s: %v; the other tool appended %d lines",
-		procs, refused, queued, skipped, slowest.dur.Round(time.Millisecond), slowest.args, len(toolIDs))
+	t.Logf("%d processes, %d refused (lock timeout, exit 3), %d observes and %d cites queued in the inbox, %d hooks skipped their reconcile, slowest %s: %v; the other tool appended %d lines",
+		procs, refused, queued, citesQueued, skipped, slowest.dur.Round(time.Millisecond), slowest.args, len(toolIDs))
 	if queued == 0 {
 		t.Errorf("no observe was queued: the test no longer exercises the inbox")
 	}
@@ -275,6 +308,8 @@ func TestReliabilityConcurrentWriters(t *testing.T) {
 		if len(created) == 0 {
 			probs = append(probs, "nothing was rendered: the test no longer exercises render")
 		}
-		return probs
+		// Every acknowledged citation counted exactly once, queued ones
+		// included.
+		return append(probs, citesExactly(root, cites)...)
 	})
 }

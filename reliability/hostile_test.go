@@ -290,6 +290,24 @@ func TestReliabilityHostileInput(t *testing.T) {
 					t.Errorf("inbox holds %v, want one item", items)
 				}
 			}},
+		{name: "lock/held-by-another-tool/cite", setup: func(t *testing.T, root string) {
+			writeLog(t, root, validA+"\n")
+			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")
+			os.Mkdir(mem(root, ".learning.lock"), 0o755)
+		}, c: call{args: []string{"cite", "--json"}, stdin: "Per ADR-001 and PF-002.\nADR-001 again.\n"},
+			stdout: `"queued":true,"item":"item-`, same: []string{".memory/learning-log.jsonl"},
+			check: func(t *testing.T, root string, _ result) {
+				if _, err := os.Stat(mem(root, ".knowledge-usage.json")); err == nil {
+					t.Error("the usage file was written though the lock was held")
+				}
+				items, _ := filepath.Glob(mem(root, "inbox/item-*.json"))
+				if len(items) != 1 {
+					t.Fatalf("inbox holds %v, want one item", items)
+				}
+				if b := string(readFile(t, items[0])); !strings.Contains(b, `"cites":{"ADR-001":2,"PF-002":1}`) {
+					t.Errorf("the item lacks the counts: %s", b)
+				}
+			}},
 		{name: "lock/held-by-another-tool/purge", setup: func(t *testing.T, root string) {
 			writeLog(t, root, validA+"\n")
 			writeFile(t, mem(root, "learnwatch.yaml"), "lock:\n  timeout: 500ms\n")

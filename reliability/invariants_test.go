@@ -374,6 +374,12 @@ func verify(root string, e expect) []string {
 		if data, _ := os.ReadFile(p.Log); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
 			bad("the inbox drain's record is left in the log")
 		}
+		if data, _ := os.ReadFile(p.Usage); bytes.Contains(data, []byte("x_learnwatch_inbox")) {
+			bad("the inbox drain's record is left in the usage file")
+		}
+		if _, err := os.Stat(filepath.Join(p.Memory, ".citation-pass.json")); err == nil {
+			bad(".citation-pass.json (an interrupted Stop hook's record) left after the final reconcile")
+		}
 	}
 	// 8. Feedback exactly once: no event of a pass twice; no record of an
 	// interrupted reconcile left after the final one.
@@ -444,4 +450,47 @@ func readObs(root string) map[string]logLine {
 		}
 	}
 	return out
+}
+
+// citesExactly checks that the usage file counts exactly want citations
+// of each id (citations counted exactly once: none lost, none doubled).
+func citesExactly(root string, want map[string]int) []string {
+	u, err := manifest.ReadUsage(manifest.PathsFor(root).Usage)
+	if err != nil {
+		return []string{fmt.Sprintf("usage file: %v", err)}
+	}
+	var probs []string
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if n, _ := u.Cites(id); n != want[id] {
+			probs = append(probs, fmt.Sprintf("usage file: %s cited %d times, want %d (a citation lost or counted twice)", id, n, want[id]))
+		}
+	}
+	return probs
+}
+
+// citedEvents checks that feedback.jsonl holds exactly want helpful
+// "cited" events per entry from transcript scans (one per entry per scan
+// or queued item: a learning signal neither lost nor doubled).
+func citedEvents(root string, want map[string]int) []string {
+	got := map[string]int{}
+	data, _ := os.ReadFile(filepath.Join(root, ".memory", "feedback.jsonl"))
+	for _, line := range strings.Split(string(data), "\n") {
+		var e struct{ Kind, Target, Source string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == "cited" && e.Source == "transcript" {
+			got[e.Target]++
+		}
+	}
+	var probs []string
+	for id, n := range want {
+		if got[id] != n {
+			probs = append(probs, fmt.Sprintf("feedback.jsonl has %d cited events of %s from transcripts, want %d (a learning signal lost or doubled)", got[id], id, n))
+		}
+	}
+	sort.Strings(probs)
+	return probs
 }

@@ -49,6 +49,7 @@ var plantedNames = []string{
 	".memory/learning-policy.json",
 	".memory/.kept-stamp.json",
 	".memory/.citation-offsets.json",
+	".memory/.citation-pass.json",
 	".memory/.watch-state.json",
 	".memory/.watch.pid",
 	".memory/.learning.lock.owner",

@@ -46,6 +46,7 @@ var LocalState = []LocalFile{
 	{".memory/learning-log.purged-*", ".memory/learning-log.purged-20260102T150405Z.jsonl", "what `purge` removed"},
 	{".memory/learning-log.cleared-*", ".memory/learning-log.cleared-20260102T150405Z.jsonl", "what `clear` emptied"},
 	{".memory/.feedback-pass.json", ".memory/.feedback-pass.json", "the feedback of the reconcile in progress (exactly-once learning signals)"},
+	{".memory/.citation-pass.json", ".memory/.citation-pass.json", "the citations of the Stop hook in progress (counted exactly once)"},
 	{".memory/inbox/", ".memory/inbox/item-20260102T150405Z-000000001-4242-1.json", "input queued while the learning lock was busy (merged by the next pass)"},
 	{".memory/.*.tmp-*", ".memory/.learning-log.jsonl.tmp-0123abcd", "temp files of atomic writes"},
 }

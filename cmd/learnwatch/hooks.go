@@ -229,10 +229,13 @@ func learnwatchBinary() string {
 	return ""
 }
 
-// citeResult is the --json output of cite.
+// citeResult is the --json output of cite. Queued and Item are set when
+// the learning lock stayed busy and the counts were queued in the inbox.
 type citeResult struct {
-	Cited map[string]int `json:"cited"`
-	Total int            `json:"total"`
+	Queued bool           `json:"queued,omitempty"`
+	Item   string         `json:"item,omitempty"`
+	Cited  map[string]int `json:"cited"`
+	Total  int            `json:"total"`
 }
 
 func newCiteCmd(a *app) *cobra.Command {
@@ -247,7 +250,11 @@ In the agent's JSONL transcript only text the assistant wrote counts, once per
 message; any other line counts as plain text. With --transcript the part of
 the file already counted (for --session, or for that file) is skipped, so
 running cite again only counts what was added since. Input on stdin is
-counted in full every time.`,
+counted in full every time.
+
+When the learning lock stays busy for lock.queue_after (another tool is
+writing), the counts are queued in .memory/inbox (exit 0, {"queued":true,…}
+with --json) and the next pass that takes the lock adds them, once.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if session != "" && transcript == "" {
@@ -257,31 +264,36 @@ counted in full every time.`,
 			if err != nil {
 				return err
 			}
-			timeout := cfg.Lock.Timeout.Duration
-			var counts map[string]int
+			timeout := queueWait(cfg).Lock.Timeout.Duration
+			var rec hooks.Recorded
 			if transcript != "" {
 				if fi, err := os.Stat(transcript); err != nil || fi.IsDir() {
 					return exitcode.Bad("--transcript %s: not a readable file", transcript)
 				}
-				counts, err = hooks.RecordTranscript(a.ctx, root, session, transcript, now(), timeout)
+				rec, err = hooks.RecordTranscript(a.ctx, root, session, transcript, now(), timeout)
 				if err != nil {
 					return hooksErr(err)
 				}
 			} else {
-				counts, err = hooks.Citations(a.stdin)
+				counts, err := hooks.Citations(a.stdin)
 				if err != nil {
 					return err
 				}
-				if err := hooks.RecordCitations(a.ctx, root, counts, now(), timeout); err != nil {
+				rec, err = hooks.RecordCitations(a.ctx, root, counts, now(), timeout)
+				if err != nil {
 					return hooksErr(err)
 				}
 			}
-			recordCitations(a, root, counts, now())
-			res := citeResult{Cited: counts}
+			counts := rec.Counts
+			res := citeResult{Cited: counts, Queued: rec.Queued != "", Item: rec.Queued}
 			for _, n := range counts {
 				res.Total += n
 			}
 			return a.emit(res, func(w io.Writer) {
+				if res.Queued {
+					fmt.Fprintf(w, "cite: queued %d citation(s) as %s in .memory/inbox (the learning lock is busy); the next reconcile, render or observe adds them\n", res.Total, res.Item)
+					return
+				}
 				if res.Total == 0 {
 					fmt.Fprintln(w, "no citations")
 					return
@@ -301,8 +313,8 @@ counted in full every time.`,
 }
 
 // newStopHook is `learnwatch hook stop`, the agent's Stop hook: it scans
-// the session's transcript for citations. It prints nothing on stdout and
-// always exits 0.
+// the session's transcript for citations (queued in the inbox when the
+// learning lock stays busy). It prints nothing on stdout and always exits 0.
 func newStopHook(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
@@ -332,12 +344,13 @@ func newStopHook(a *app) *cobra.Command {
 				if !filepath.IsAbs(tr) && in.Cwd != "" {
 					tr = filepath.Join(in.Cwd, tr)
 				}
-				counts, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, now(), a.hookConfig(root).Lock.Timeout.Duration)
+				// Wait lock.queue_after at most, then queue the stretch read.
+				wait := queueWait(a.hookConfig(root)).Lock.Timeout.Duration
+				rec, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, now(), wait)
 				if err != nil {
 					return err
 				}
-				recordCitations(a, root, counts, now())
-				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", counts)
+				a.log.Debug("citations recorded", "root", root, "session", in.SessionID, "counts", rec.Counts, "queued", rec.Queued)
 				return nil
 			})
 			return nil

@@ -18,7 +18,8 @@ import (
 )
 
 // This file wires the inbox (package inbox) into the commands: observe
-// queues its input when the learning lock stays busy, every pass under the
+// queues its input when the learning lock stays busy (cite and the Stop
+// hook queue through package hooks), every pass under the
 // lock drains, status shows the depth and review warns about old items.
 
 // queued is what a command that queued its input prints.
@@ -74,7 +75,10 @@ func (a *app) emitQueued(q *queued) error {
 // aside.
 func (a *app) reportDrain(res inbox.Result) {
 	if res.Drained+res.Completed > 0 {
-		a.log.Debug("inbox drained", "items", res.Drained, "completed", res.Completed, "observations", res.Observations)
+		a.log.Debug("inbox drained", "items", res.Drained, "completed", res.Completed, "observations", res.Observations, "citations", res.Citations)
+	}
+	if res.Deferred != "" {
+		fmt.Fprintf(a.stderr, "learnwatch: inbox: %s\n", res.Deferred)
 	}
 	for _, r := range res.Rejected {
 		fmt.Fprintf(a.stderr, "learnwatch: inbox item set aside as rejected-*: %s\n", r)

@@ -39,9 +39,9 @@ func (a *app) engine(root string, cfg config.Config) *engine.Engine {
 }
 
 // anyEngine is the engine of root for calls that read no configuration
-// (the policy file, citation feedback): the command's engine when it has
-// one, else a throwaway one — never cached, so the engine a later pass gets
-// carries the command's real configuration, not the defaults.
+// (the policy file): the command's engine when it has one, else a
+// throwaway one — never cached, so the engine a later pass gets carries
+// the command's real configuration, not the defaults.
 func (a *app) anyEngine(root string) *engine.Engine {
 	if e, ok := a.engines[root]; ok {
 		return e
@@ -115,13 +115,6 @@ func (a *app) candidates(root string) []learn.Candidate {
 		a.log.Warn("could not list knowledge entries; types come from entry ids", "err", err)
 	}
 	return c
-}
-
-// recordCitations records the entries an agent cited as helpful feedback.
-func recordCitations(a *app, root string, counts map[string]int, at time.Time) {
-	if err := a.anyEngine(root).RecordCitations(counts, at); err != nil {
-		fmt.Fprintf(a.stderr, "learnwatch: citations not recorded as feedback: %v\n", err)
-	}
 }
 
 // watcherStatus describes the watcher of root from its state file, nil
