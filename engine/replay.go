@@ -40,6 +40,7 @@ import (
 	"github.com/go-git/go-git/v5"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/inbox"
@@ -354,7 +355,7 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 }
 
 // deps lists what the full pass res depended on: its inputs, the
-// staleness pass's, the inbox, an interrupted feedback record and the kept
+// staleness pass's, the inbox, an interrupted feedback or citation record and the kept
 // stamp, the directories on the way to each, the directories listed, and
 // outside git the .git a repository would add.
 func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
@@ -368,6 +369,7 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 		filepath.Join(root, ".memory", inbox.Dir),
 		journal.Path(root, journal.PassFile),
 		journal.Path(root, journal.KeptFile),
+		filepath.Join(root, filepath.FromSlash(citation.PassFile)),
 	})
 	for _, f := range files {
 		add(f, depFile)
@@ -415,7 +417,8 @@ func recordable(res heal.Result) bool {
 	// No Inputs: there was no learning log, nothing was looked at (and no
 	// .memory to put a record in).
 	return len(res.Inputs) > 0 && len(res.Wrote) == 0 && res.Recorded == 0 &&
-		in.Drained+in.Completed+in.Observations+in.Events+in.Feedback == 0 && len(in.Rejected) == 0 && in.Skipped == "" &&
+		in.Drained+in.Completed+in.Observations+in.Events+in.Citations+in.Feedback == 0 &&
+		len(in.Rejected) == 0 && in.Skipped == "" && in.Deferred == "" && !in.CitationPass &&
 		!res.GitAsked && res.CacheErr == nil && res.StaleCacheErr == nil
 }
 
