@@ -52,7 +52,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	if err != nil {
 		return index.Result{}, nil, err
 	}
-	refs := e.entryRefs(entries)
+	refs, refsWarn := e.entryRefs(entries)
 	ids := make([]string, 0, len(entries))
 	for _, en := range entries {
 		ids = append(ids, en.ID)
@@ -65,27 +65,33 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	for i := range entries {
 		entries[i].Stale = marks[entries[i].ID]
 	}
-	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), warn, nil
+	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), append(warn, refsWarn...), nil
 }
 
 // Rank scores index entries with the learning engine and returns them with
 // their scores and evidence tags for role, plus the anti-pattern lines.
 // log is the learning log when the caller has it, else nil.
 func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
-	return e.rank(entries, e.entryRefs(entries), func() *manifest.Log { return log }, role, now)
+	refs, refsWarn := e.entryRefs(entries)
+	out, avoid, warn := e.rank(entries, refs, func() *manifest.Log { return log }, role, now)
+	return out, avoid, append(warn, refsWarn...)
 }
 
 // entryRefs extracts the references of each entry (staleness.EntryRefs,
 // through its cache): what ranking by the branch's changed files and the
-// stale marks both read.
-func (e *Engine) entryRefs(entries []index.Entry) map[string][]staleness.Ref {
+// stale marks both read. A cache not written is a warning.
+func (e *Engine) entryRefs(entries []index.Entry) (map[string][]staleness.Ref, []string) {
 	ids := make([]string, 0, len(entries))
 	texts := make(map[string]string, len(entries))
 	for _, en := range entries {
 		ids = append(ids, en.ID)
 		texts[en.ID] = en.Text
 	}
-	return staleness.EntryRefs(e.root, e.cfg.Staleness, ids, texts)
+	refs, err := staleness.EntryRefs(e.root, e.cfg.Staleness, ids, texts)
+	if err != nil {
+		return refs, []string{err.Error()}
+	}
+	return refs, nil
 }
 
 // rank is Rank with the entries' references extracted and the log given
@@ -168,7 +174,10 @@ func (e *Engine) Candidates() ([]learn.Candidate, error) {
 		usage = &manifest.Usage{}
 	}
 	out := make([]learn.Candidate, 0, len(entries))
-	refs := e.entryRefs(entries)
+	refs, warn := e.entryRefs(entries)
+	for _, w := range warn {
+		e.log.Debug(w)
+	}
 	for _, en := range entries {
 		out = append(out, candidateOf(en, log, usage, refs[en.ID]))
 	}

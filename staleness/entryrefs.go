@@ -3,6 +3,9 @@ package staleness
 import (
 	"bytes"
 	"encoding/gob"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -34,9 +37,10 @@ type entryRefsFile struct {
 
 // EntryRefs returns the references of each knowledge entry (id → its
 // Markdown text), written relative to the knowledge directory, taking
-// unchanged entries' from the entry-refs cache and updating it (best
-// effort: a cache that cannot be written is only slower next time).
-func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string]string) map[string][]Ref {
+// unchanged entries' from the entry-refs cache and updating it. A cache
+// that cannot be written is only slower next time: its error is returned
+// apart, for a warning (none for a read-only memory directory).
+func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string]string) (map[string][]Ref, error) {
 	opts := OptionsFor(cfg)
 	opts.LinkBase = knowledgeDir
 	okey := optionsKey(opts)
@@ -58,24 +62,29 @@ func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string
 		}
 		next.Refs[k], out[id] = refs, refs
 	}
+	var err error
 	if changed || len(next.Refs) != len(old.Refs) {
-		saveEntryRefs(root, path, next)
+		err = saveEntryRefs(root, path, next)
 	}
-	return out
+	return out, err
 }
 
 // saveEntryRefs writes the cache when the memory directory exists.
-func saveEntryRefs(root, path string, f entryRefsFile) {
+func saveEntryRefs(root, path string, f entryRefsFile) error {
 	if _, err := os.Lstat(filepath.Join(root, ".memory")); err != nil {
-		return
+		return nil
 	}
 	var buf bytes.Buffer
 	buf.WriteString(entryRefsMagic)
-	if gob.NewEncoder(&buf).Encode(&f) != nil {
-		return
+	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
+		return err
 	}
-	if _, err := cachedir.Ensure(root); err != nil {
-		return
+	_, err := cachedir.Ensure(root)
+	if err == nil {
+		err = manifest.WriteFile(path, buf.Bytes(), 0o644)
 	}
-	_ = manifest.WriteFile(path, buf.Bytes(), 0o644)
+	if err != nil && !errors.Is(err, fs.ErrPermission) {
+		return fmt.Errorf("entry references cache not written (rebuilt next time): %w", err)
+	}
+	return nil
 }

@@ -34,7 +34,10 @@ func TestEntryRefsCache(t *testing.T) {
 	}
 	check := func(what string, cfg config.Config, texts map[string]string) {
 		t.Helper()
-		got := EntryRefs(root, cfg.Staleness, ids, texts)
+		got, err := EntryRefs(root, cfg.Staleness, ids, texts)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
 		if w := want(texts, cfg); !reflect.DeepEqual(got, w) {
 			t.Fatalf("%s: got %+v, want %+v", what, got, w)
 		}
