@@ -42,7 +42,9 @@ func main() {
 		defer os.RemoveAll(tmp)
 	}
 	bin := filepath.Join(tmp, "learnwatch")
+	// Built as install.sh builds it: static (no cgo).
 	build := exec.Command("go", "build", "-o", bin, "./cmd/learnwatch")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stderr = os.Stderr
 	check(build.Run())
 

@@ -23,7 +23,7 @@ done
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-go build -o "$tmp/learnwatch" ./cmd/learnwatch
+CGO_ENABLED=0 go build -o "$tmp/learnwatch" ./cmd/learnwatch # as install.sh builds it
 go run ./bench/stalegen -files "$files" -refs "$refs" -seed "$seed" -dir "$tmp/repo"
 lw=$tmp/learnwatch
 cd "$tmp/repo"
