@@ -76,7 +76,12 @@ func main() {
 var extraFigures []func(bin, tmp string)
 
 func row(what string, t time.Duration, base string, b time.Duration) {
-	fmt.Printf("| %s | %s | %s: %s | %.1f× |\n", what, ms(t), base, ms(b), float64(t)/float64(b))
+	r := float64(t) / float64(b)
+	ratio := fmt.Sprintf("%.1f×", r)
+	if r < 0.5 {
+		ratio = fmt.Sprintf("%.2f× (%.1f× faster)", r, 1/r)
+	}
+	fmt.Printf("| %s | %s | %s: %s | %s |\n", what, ms(t), base, ms(b), ratio)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
