@@ -9,7 +9,7 @@ package engine
 // staleness pass listed outside git, on the directories on the way to each
 // of those files (a directory swapped for a symlink changes what a pass
 // may read), on HEAD's commit, on the configuration and on what the pass
-// was asked (and, for the session-start pass, on the UTC day). After a
+// was asked (the day's first session-start pass always runs). After a
 // full pass that wrote nothing, the engine records all of that with the
 // pass's report in .memory/.cache/pass.replay. The next pass stats every
 // recorded path; when all of them are unchanged it returns the recorded
@@ -114,21 +114,24 @@ func replayable(p Pass) bool {
 }
 
 // replayKey is what a recorded report was asked with: the binary, the
-// root, the configuration, the pass's own options and, for the
-// session-start pass, the UTC day (its kept events are once a day).
+// root, the configuration and the pass's own options. The session-start
+// pass shares the key of a plain pass: once the day's kept events are
+// recorded it is one (tryReplay checks). "" (the binary cannot be named)
+// means no replay.
 func (e *Engine) replayKey(p Pass) string {
-	h := sha256.New()
-	if exe, err := os.Executable(); err == nil {
-		if fi, err := os.Stat(exe); err == nil {
-			fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, fi.Size(), fi.ModTime().UnixNano())
-		}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
 	}
+	fi, err := os.Stat(exe)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, fi.Size(), fi.ModTime().UnixNano())
 	cfg, _ := json.Marshal(e.cfg)
 	fmt.Fprintf(h, "%s\x00%s\x00%t\x00%t\x00%s\x00%s\x00", e.root, cfg, p.MarkTracked, p.NoFeedback,
 		os.Getenv("GIT_INDEX_FILE"), os.Getenv("GIT_DIR"))
-	if p.Session {
-		fmt.Fprintf(h, "session %s\x00", p.Now.UTC().Format(time.DateOnly))
-	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -325,8 +328,18 @@ type replayStart struct {
 // It returns what it stat'ed for the full pass's confirmation.
 func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart) {
 	start := &replayStart{at: time.Now()}
+	if key == "" {
+		return heal.Result{}, false, start
+	}
 	rec := readReplay(e.root)
 	if rec == nil || rec.Key != key {
+		return heal.Result{}, false, start
+	}
+	if p.Session && !p.NoFeedback && journal.KeptDue(e.root, p.Now) {
+		// The day's first session pass records kept events: never a
+		// replay (its stats are taken all the same, for the record).
+		start.rec, start.stats = rec, statsNow(rec)
+		changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
 		return heal.Result{}, false, start
 	}
 	if p.Session {
