@@ -651,13 +651,13 @@ func (cd *citeDrain) write(root string) error {
 }
 
 // usageIDs returns the item ids the usage file records.
-func usageIDs(u *manifest.Usage) []string {
-	raw, ok := u.Extra(Field)
-	if !ok {
-		return nil
-	}
+func usageIDs(u *manifest.Usage) []string { return idList(u.Extra(Field)) }
+
+// idList decodes a recorded list of item ids (none when absent or not a
+// list of strings).
+func idList(raw json.RawMessage, ok bool) []string {
 	var out []string
-	if json.Unmarshal(raw, &out) != nil {
+	if !ok || json.Unmarshal(raw, &out) != nil {
 		return nil
 	}
 	return out
@@ -771,17 +771,7 @@ func applyJournal(root string, it Item) (int, error) {
 }
 
 // ids returns the item ids recorded on o.
-func ids(o *manifest.Observation) []string {
-	raw, ok := o.Extra(Field)
-	if !ok {
-		return nil
-	}
-	var out []string
-	if json.Unmarshal(raw, &out) != nil {
-		return nil
-	}
-	return out
-}
+func ids(o *manifest.Observation) []string { return idList(o.Extra(Field)) }
 
 // prune removes from the log the recorded ids not in keep (their files
 // are gone) and returns the ids kept.
