@@ -17,7 +17,6 @@ type fixture struct {
 	entries  []Candidate
 	outcomes []Outcome
 	errs     []RunError
-	lines    []string
 	changed  []string
 	verdict  Verdict
 }
@@ -53,7 +52,6 @@ func mkFixture() fixture {
 		},
 		outcomes: []Outcome{{RunID: "r", Cited: []string{"ADR-001", "ADR-001"}, Strategy: "s"}, {RunID: "q", Success: true}},
 		errs:     []RunError{{ID: "e2", RunID: "r", Type: "timeout", TS: t0.Add(time.Second)}, {ID: "e1", RunID: "r", Type: "timeout", TS: t0}},
-		lines:    []string{"first line", "second line", "third"},
 		changed:  []string{"./a/b.go:3", "deploy/x.sh"},
 		verdict:  Verdict{RunID: "r", Pass: true, EvidenceLevel: 1, FalsePositives: []string{"use locks"}, Cited: []string{"obs_a", "ADR-001"}},
 	}
@@ -82,7 +80,6 @@ func TestPureFunctionsDoNotMutateInputs(t *testing.T) {
 		"StaleOverlays":      func(f *fixture) { StaleOverlays(f.policy, t0) },
 		"Rank":               func(f *fixture) { Rank(f.entries, f.stats, t0, f.changed) },
 		"Overlaps":           func(f *fixture) { Overlaps(f.entries[1], f.changed) },
-		"FitBudget":          func(f *fixture) { FitBudget(f.lines, 3) },
 		"MatchFalsePositive": func(f *fixture) { MatchFalsePositive("use locks", f.entries) },
 		"VerdictEvents":      func(f *fixture) { VerdictEvents(f.verdict, f.entries, []string{"qa"}, t0) },
 		"BuildRetryContext":  func(f *fixture) { BuildRetryContext(f.errs, "r") },

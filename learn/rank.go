@@ -267,26 +267,6 @@ func Tokens(text string) int {
 	return (n + CharsPerToken - 1) / CharsPerToken
 }
 
-// FitBudget keeps the longest prefix of lines (best first) whose text,
-// joined with newlines, fits budgetTokens (Tokens). Lines are never cut. The
-// best line is always kept, even when it alone exceeds the budget — the one
-// case where the result is over budget. dropped counts the lines left out.
-func FitBudget(lines []string, budgetTokens int) (kept []string, dropped int) {
-	chars := 0
-	for i, l := range lines {
-		n := utf8.RuneCountInString(l)
-		if i > 0 {
-			n++ // the newline before it
-		}
-		if i > 0 && (chars+n+CharsPerToken-1)/CharsPerToken > budgetTokens {
-			return kept, len(lines) - i
-		}
-		chars += n
-		kept = append(kept, l)
-	}
-	return kept, 0
-}
-
 // EvidenceTags are the track record an index line carries (the pattern
 // learning loop's "5x validated", "via:auditor"):
 //   - "N× validated" — N helpful events since the last reset (kept, cited,

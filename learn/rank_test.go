@@ -3,8 +3,6 @@ package learn
 import (
 	"fmt"
 	"math"
-	"math/rand"
-	"strings"
 	"testing"
 	"time"
 )
@@ -82,60 +80,6 @@ func TestOverlaps(t *testing.T) {
 	}
 	if Overlaps(Candidate{Area: "auth"}, nil) {
 		t.Error("overlap with no changed files")
-	}
-}
-
-func budgetOK(lines, kept []string, budget int) bool {
-	if len(kept) == 1 && len(lines) > 0 && kept[0] == lines[0] {
-		return true // the best line is always kept
-	}
-	return Tokens(strings.Join(kept, "\n")) <= budget
-}
-
-func TestFitBudget(t *testing.T) {
-	lines := []string{strings.Repeat("a", 40), strings.Repeat("b", 39), strings.Repeat("c", 39)} // 40 + (1+39) + (1+39) chars = 10 + 10 + 10 tokens
-	for _, c := range []struct {
-		budget, kept, dropped int
-	}{{0, 1, 2}, {1, 1, 2}, {19, 1, 2}, {20, 2, 1}, {30, 3, 0}, {800, 3, 0}} {
-		kept, dropped := FitBudget(lines, c.budget)
-		if len(kept) != c.kept || dropped != c.dropped {
-			t.Errorf("budget %d: kept %d dropped %d, want %d %d", c.budget, len(kept), dropped, c.kept, c.dropped)
-		}
-		if !budgetOK(lines, kept, c.budget) {
-			t.Errorf("budget %d exceeded: %d tokens", c.budget, Tokens(strings.Join(kept, "\n")))
-		}
-		if kept[0] != lines[0] {
-			t.Errorf("budget %d: best line not first", c.budget)
-		}
-	}
-	if kept, dropped := FitBudget(nil, 10); len(kept) != 0 || dropped != 0 {
-		t.Error("empty input")
-	}
-	// Random property: never over budget (but for the lone best line), whole
-	// lines only, a prefix of the input, dropped accounts for the rest.
-	rng := rand.New(rand.NewSource(1))
-	for i := 0; i < 2000; i++ {
-		n := rng.Intn(30)
-		lines := make([]string, n)
-		for j := range lines {
-			lines[j] = strings.Repeat("é", rng.Intn(200))
-		}
-		budget := rng.Intn(400)
-		kept, dropped := FitBudget(lines, budget)
-		if len(kept)+dropped != n || !budgetOK(lines, kept, budget) {
-			t.Fatalf("case %d: budget %d kept %d (%d tokens) dropped %d of %d", i, budget, len(kept), Tokens(strings.Join(kept, "\n")), dropped, n)
-		}
-		for j := range kept {
-			if kept[j] != lines[j] {
-				t.Fatalf("case %d: not a prefix", i)
-			}
-		}
-		if n > 0 && len(kept) == 0 {
-			t.Fatalf("case %d: best line missing", i)
-		}
-	}
-	if Tokens("abcd") != 1 || Tokens("abcde") != 2 || Tokens("") != 0 || Tokens("éééé") != 1 {
-		t.Error("Tokens")
 	}
 }
 
