@@ -49,18 +49,17 @@ type Engine struct {
 	// replayQuiet, when not zero, replaces quiet(mode) (tests: how long
 	// inputs must have been left alone for a pass replay record).
 	replayQuiet time.Duration
-	// logc, when set, receives the learning log read ahead for the next
-	// Index (a replayed session pass has no parsed log to hand over).
-	logc chan *manifest.Log
+	// logc, when set, receives the learning log (or its facts) read ahead
+	// for the next Index (a replayed session pass has no parsed log to
+	// hand over).
+	logc chan logView
 }
 
-// prefetchLog starts reading the learning log for the next Index.
+// prefetchLog starts reading the learning log's facts, or the log, for the
+// next Index.
 func (e *Engine) prefetchLog() {
-	c := make(chan *manifest.Log, 1)
-	go func() {
-		log, _ := manifest.ReadLog(manifest.PathsFor(e.root).Log)
-		c <- log
-	}()
+	c := make(chan logView, 1)
+	go func() { c <- loadLogView(e.root) }()
 	e.logc = c
 }
 

@@ -36,17 +36,14 @@ type IndexOptions struct {
 // and checked while the entries are loaded and ranked: a session start
 // waits for the slower of them, not their sum.
 func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
-	logc := make(chan *manifest.Log, 1)
+	logc := make(chan logView, 1)
 	switch {
 	case o.Log != nil:
-		logc <- o.Log
+		logc <- logView{log: o.Log}
 	case e.logc != nil:
 		logc, e.logc = e.logc, nil // read ahead by a replayed session pass
 	default:
-		go func() {
-			log, _ := manifest.ReadLog(manifest.PathsFor(e.root).Log)
-			logc <- log
-		}()
+		go func() { logc <- loadLogView(e.root) }()
 	}
 	entries, err := index.Load(e.root)
 	if err != nil {
@@ -60,7 +57,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	marksc := make(chan map[string]string, 1)
 	go func() { marksc <- e.staleMarks(ids, refs) }()
 	// The log is waited for only once the feedback is folded.
-	entries, avoid, warn := e.rank(entries, refs, func() *manifest.Log { return <-logc }, o.Role, o.Now)
+	entries, avoid, warn := e.rank(entries, refs, func() logView { return <-logc }, o.Role, o.Now)
 	marks := <-marksc
 	for i := range entries {
 		entries[i].Stale = marks[entries[i].ID]
@@ -73,7 +70,12 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 // log is the learning log when the caller has it, else nil.
 func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
 	refs, refsWarn := e.entryRefs(entries)
-	out, avoid, warn := e.rank(entries, refs, func() *manifest.Log { return log }, role, now)
+	out, avoid, warn := e.rank(entries, refs, func() logView {
+		if log == nil {
+			return readLogView(manifest.PathsFor(e.root).Log)
+		}
+		return logView{log: log}
+	}, role, now)
 	return out, avoid, append(warn, refsWarn...)
 }
 
@@ -96,8 +98,9 @@ func (e *Engine) entryRefs(entries []index.Entry) (map[string][]staleness.Ref, [
 
 // rank is Rank with the entries' references extracted and the log given
 // by a function called once the feedback is folded (the caller may still
-// be reading it); a nil log is read here.
-func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, getLog func() *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
+// be reading it). When the log's facts stand in for it and an inverted
+// observation must be named, the log is read after all.
+func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, getView func() logView, role string, now time.Time) ([]index.Entry, []string, []string) {
 	var warn []string
 	params := learn.ParamsFrom(e.cfg.Learn)
 	// The fold of the policy refresh this engine just made, while the
@@ -116,17 +119,24 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, ge
 		warn = append(warn, fmt.Sprintf("fold snapshot not saved: %v", folded.SnapshotErr))
 	}
 	stats := folded.Stats
-	log := getLog()
-	if log == nil {
-		log, _ = manifest.ReadLog(manifest.PathsFor(e.root).Log)
+	view := getView()
+	if view.log == nil && view.facts == nil {
+		view = readLogView(manifest.PathsFor(e.root).Log)
 	}
-	if log == nil {
-		log = &manifest.Log{}
+	if view.log == nil {
+		for id, s := range stats {
+			if learn.Inverted(s) && !strings.HasPrefix(id, "ADR-") && !strings.HasPrefix(id, "PF-") {
+				// An AVOID line names an observation's pattern: the
+				// facts do not hold it.
+				view = readLogView(manifest.PathsFor(e.root).Log)
+				break
+			}
+		}
 	}
 	usage, _ := manifest.ReadUsage(manifest.PathsFor(e.root).Usage)
 	cands := make([]learn.Candidate, len(entries))
 	for i, en := range entries {
-		cands[i] = candidateOf(en, log, usage, refs[en.ID])
+		cands[i] = candidateOf(en, view.confidence, usage, refs[en.ID])
 	}
 	ranked := learn.RankWith(cands, stats, now, e.changedFiles(), params)
 	score := map[string]float64{}
@@ -151,7 +161,11 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, ge
 		s, ok := stats[e.ID]
 		return ok && learn.Inverted(s)
 	}
-	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), observationCandidates(log, inverted)...)) {
+	var obsCands []learn.Candidate
+	if view.log != nil {
+		obsCands = observationCandidates(view.log, inverted)
+	}
+	for _, ap := range learn.AntiPatterns(stats, append(slices.Clip(cands), obsCands...)) {
 		avoid = append(avoid, ap.Text)
 	}
 	return out, avoid, warn
@@ -179,7 +193,7 @@ func (e *Engine) Candidates() ([]learn.Candidate, error) {
 		e.log.Debug(w)
 	}
 	for _, en := range entries {
-		out = append(out, candidateOf(en, log, usage, refs[en.ID]))
+		out = append(out, candidateOf(en, logView{log: log}.confidence, usage, refs[en.ID]))
 	}
 	return append(out, observationCandidates(log, nil)...), nil
 }
@@ -202,10 +216,11 @@ func observationCandidates(log *manifest.Log, keep func(manifest.LogEntry) bool)
 }
 
 // candidateOf turns an index entry into a ranking candidate: its base
-// score is the confidence of the observation it was rendered from, 1.0 for
+// score is the confidence of the observation it was rendered from (as
+// confidence answers), 1.0 for
 // a human-written entry; the files it references (refs) make it relevant
 // to a branch that changes them.
-func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, refs []staleness.Ref) learn.Candidate {
+func candidateOf(e index.Entry, confidence func(id string) float64, usage *manifest.Usage, refs []staleness.Ref) learn.Candidate {
 	c := learn.Candidate{ID: e.ID, Title: e.Title, Status: e.Status, Area: e.Area, Refs: e.Refs,
 		BaseScore: 1, Pattern: e.Title, Text: e.Text}
 	c.Type = manifest.Decision
@@ -213,8 +228,8 @@ func candidateOf(e index.Entry, log *manifest.Log, usage *manifest.Usage, refs [
 		c.Type = manifest.Pitfall
 	}
 	if e.Source != "" {
-		if o := log.Find(e.Source); o != nil && o.Confidence > 0 {
-			c.BaseScore = o.Confidence
+		if conf := confidence(e.Source); conf > 0 {
+			c.BaseScore = conf
 		}
 	}
 	if usage != nil {

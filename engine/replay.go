@@ -468,6 +468,16 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) e
 	why := unconfirmed(e.root, start, &rec, mode, wait)
 	rec.Confirmed = why == ""
 	e.log.Debug("pass replay recorded", "paths", len(rec.Paths), "confirmed", rec.Confirmed, "why_not", why)
+	if rec.Confirmed {
+		// The log did not change while this pass read it, nor just
+		// before: what the session index needs of it can stand in for it
+		// while its stat stays (logfacts.go).
+		if i, ok := slices.BinarySearch(rec.Paths, manifest.PathsFor(e.root).Log); ok {
+			if err := saveLogFacts(e.root, res.Log, rec.Stats[i].Stat, rec.Stats[i].Type); err != nil {
+				return err
+			}
+		}
+	}
 	report, err := json.Marshal(res)
 	if err != nil {
 		return err

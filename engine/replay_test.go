@@ -3,14 +3,19 @@ package engine
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/index"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -200,5 +205,109 @@ func TestReplayWritesNothing(t *testing.T) {
 	after, _ := os.Stat(rec)
 	if !after.ModTime().Equal(before.ModTime()) || tw.files(tw.a) != filesBefore {
 		t.Error("a replayed pass wrote")
+	}
+}
+
+// A replayed session pass's index takes the log's facts (logfacts.go)
+// instead of the log, and is byte for byte the index built from the log;
+// when an inverted observation must be named, or the log changed, the log
+// is read.
+func TestIndexFromLogFacts(t *testing.T) {
+	root, e0 := memory(t)
+	ctx := context.Background()
+	// A second decision, less trusted: the ranking follows confidence.
+	f, _ := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(strings.Replace(readyObs("obs_de2", manifest.Decision, "Keep the cache in one directory", "Simple to clear."), `"confidence":0.95`, `"confidence":0.6`, 1))
+	f.Close()
+	if _, _, err := e0.Render(ctx, testNow); err != nil {
+		t.Fatal(err)
+	}
+	order := func(r index.Result) string {
+		var ids []string
+		for _, en := range r.Entries {
+			ids = append(ids, fmt.Sprintf("%s %.3f", en.ID, en.Score))
+		}
+		return strings.Join(ids, ", ")
+	}
+	session := func() (Report, index.Result) {
+		t.Helper()
+		time.Sleep(25 * time.Millisecond)
+		e := New(root, config.Default(), nil)
+		e.replayQuiet = 20 * time.Millisecond
+		r, err := e.Reconcile(ctx, Pass{Now: testNow, Session: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, _, err := e.Index(IndexOptions{Now: testNow, Budget: 2000, Log: r.Log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, idx
+	}
+	fromLog := func() index.Result {
+		t.Helper()
+		log, err := manifest.ReadLog(manifest.PathsFor(root).Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, _, err := New(root, config.Default(), nil).Index(IndexOptions{Now: testNow, Budget: 2000, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return idx
+	}
+	settled := func(what string) {
+		t.Helper()
+		for range 5 {
+			r, idx := session()
+			if r.Replayed {
+				if _, err := os.Stat(cachedir.Path(root, LogFactsFile)); err != nil {
+					t.Fatalf("%s: replayed without log facts: %v", what, err)
+				}
+				if want := fromLog(); idx.Text != want.Text || order(idx) != order(want) {
+					t.Fatalf("%s: index from the facts\n%s\n%s\nfrom the log\n%s\n%s", what, order(idx), idx.Text, order(want), want.Text)
+				}
+				return
+			}
+		}
+		t.Fatalf("%s: never replayed", what)
+	}
+	settled("settled")
+
+	// Another tool lowers the decision's confidence: the facts no longer
+	// match the log's stat.
+	p := manifest.PathsFor(root).Log
+	b, _ := os.ReadFile(p)
+	changed := bytes.Replace(b, []byte(`"confidence":0.95,"details":"It is one file`), []byte(`"confidence":0.3,"details":"It is one file`), 1)
+	if bytes.Equal(changed, b) {
+		t.Fatal("the decision's line was not found")
+	}
+	_, before := session()
+	os.WriteFile(p, changed, 0o644)
+	// Before any pass: the facts on disk are of the old log.
+	stale, _, err := New(root, config.Default(), nil).Index(IndexOptions{Now: testNow, Budget: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fromLog(); order(stale) != order(want) {
+		t.Fatalf("facts of an older log were used: %s, want %s", order(stale), order(want))
+	}
+	settled("after another tool's write")
+	if _, after := session(); order(after) == order(before) {
+		t.Fatalf("lowering the confidence changed no score: %s", order(after))
+	}
+
+	// Three failed runs invert a workflow: its AVOID line names the
+	// observation's pattern, which only the log holds.
+	var evs []learn.Event
+	for i := range 3 {
+		evs = append(evs, learn.Event{TS: testNow.Add(time.Duration(i) * time.Hour), Target: "obs_wf", Kind: learn.KindOutcome, Value: 0, Reason: "tests failed", Source: "outcome", Type: manifest.Workflow})
+	}
+	if err := journal.AppendFeedback(root, evs...); err != nil {
+		t.Fatal(err)
+	}
+	settled("an inverted observation")
+	if _, idx := session(); !strings.Contains(idx.Text, "Run the linter before pushing") || len(idx.Avoid) == 0 {
+		t.Fatalf("the AVOID line does not name the observation:\n%s", idx.Text)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
+	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -293,16 +294,17 @@ func (c *Checker) walkTree(h plumbing.Hash, dir string, f func(string, plumbing.
 const maxWorktreeFiles = 100_000
 
 // listWorktree lists the files below the root (root-relative), skipping
-// .git and node_modules and not following symlinks, at most
-// maxWorktreeFiles.
+// .git, node_modules and learnwatch's cache directory and not following
+// symlinks, at most maxWorktreeFiles.
 func (c *Checker) listWorktree() []string {
 	var out []string
+	cache := cachedir.Dir(c.root) // learnwatch's own disposable caches
 	_ = filepath.WalkDir(c.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" || d.Name() == "node_modules" {
+			if d.Name() == ".git" || d.Name() == "node_modules" || p == cache {
 				return filepath.SkipDir
 			}
 			c.dirs = append(c.dirs, p)
