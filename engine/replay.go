@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ import (
 const ReplayFile = "pass.replay"
 
 // replayMagic starts the file; another version is ignored.
-const replayMagic = "learnwatch pass replay 2\n"
+const replayMagic = "learnwatch pass replay 3\n"
 
 // maxReplay bounds the file read.
 const maxReplay = 64 << 20
@@ -200,19 +201,40 @@ func namesHash(dir string) [32]byte {
 type diskRecord struct {
 	Key       string
 	Confirmed bool
-	Paths     []string
+	Paths     string // the paths, each ended by a NUL: one string to decode
 	Kinds     []depKind
 	Flat      []int64 // per path: size, mtime, ctime, inode, type
 	Names     map[int32][]byte
 	Head      string
 	Report    []byte
-	Kept      []string
+	Kept      string // the kept ids, each ended by a NUL
 }
 
 const flatWidth = 5
 
+// joinNUL joins ss, each ended by a NUL; splitNUL undoes it (the parts
+// share the joined string's memory).
+func joinNUL(ss []string) string {
+	var b strings.Builder
+	for _, s := range ss {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func splitNUL(s string) ([]string, bool) {
+	if s == "" {
+		return nil, true
+	}
+	if s[len(s)-1] != 0 {
+		return nil, false
+	}
+	return strings.Split(s[:len(s)-1], "\x00"), true
+}
+
 func toDisk(r *replayRecord) diskRecord {
-	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: r.Paths, Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: r.Kept,
+	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept),
 		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
 	for i, s := range r.Stats {
 		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
@@ -224,11 +246,13 @@ func toDisk(r *replayRecord) diskRecord {
 }
 
 func fromDisk(d diskRecord) (*replayRecord, bool) {
-	n := len(d.Paths)
-	if len(d.Kinds) != n || len(d.Flat) != flatWidth*n {
+	paths, ok1 := splitNUL(d.Paths)
+	kept, ok2 := splitNUL(d.Kept)
+	n := len(paths)
+	if !ok1 || !ok2 || len(d.Kinds) != n || len(d.Flat) != flatWidth*n {
 		return nil, false
 	}
-	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: d.Paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: d.Kept,
+	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept,
 		Stats: make([]depStat, n)}
 	for i := range r.Stats {
 		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
@@ -327,6 +351,10 @@ type replayStart struct {
 // tryReplay answers p from the record when nothing it depends on changed.
 // It returns what it stat'ed for the full pass's confirmation.
 func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart) {
+	// The check allocates a few megabytes at most (the record, the stats)
+	// and is over in milliseconds: a collection in the middle costs more
+	// than the memory it would free.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	start := &replayStart{at: time.Now()}
 	if key == "" {
 		return heal.Result{}, false, start
