@@ -57,3 +57,32 @@ func TestEntryRefsCache(t *testing.T) {
 	os.WriteFile(cachedir.Path(root, EntryRefsFile), []byte(entryRefsMagic+"garbage"), 0o644)
 	check("a corrupt cache", full, texts)
 }
+
+// The entry-refs cache is read from a file anyone with write access to the
+// clone can plant: whatever its bytes, EntryRefs never panics and returns
+// what extraction gives (a cache that does not decode is ignored; one that
+// decodes under the right options key is trusted only for the texts whose
+// hash it holds, and a planted entry can only name paths, which the
+// staleness check then verifies like any other reference).
+func FuzzEntryRefsCache(f *testing.F) {
+	f.Add([]byte(entryRefsMagic + "garbage"))
+	f.Add([]byte(entryRefsMagic))
+	f.Add([]byte{})
+	root := f.TempDir()
+	os.MkdirAll(root+"/.memory", 0o755)
+	cfg := config.Default().Staleness
+	ids := []string{"ADR-001"}
+	texts := map[string]string{"ADR-001": "See `src/store.go:12` and [notes](../../docs/notes.md)."}
+	if _, err := EntryRefs(root, cfg, ids, texts); err != nil {
+		f.Fatal(err)
+	}
+	if b, err := os.ReadFile(cachedir.Path(root, EntryRefsFile)); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		os.WriteFile(cachedir.Path(root, EntryRefsFile), data, 0o644)
+		if _, err := EntryRefs(root, cfg, ids, texts); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
