@@ -17,7 +17,7 @@ import (
 // and stats as paths) or refused.
 func FuzzReplayRecord(f *testing.F) {
 	good := replayRecord{Key: "k", Confirmed: true, Paths: []string{"/r/a", "/r/b"}, Kinds: []depKind{depFile, depList},
-		Stats: []depStat{{Stat: statcache.Stat{Size: 1, Mtime: 2, Ctime: 3, Ino: 4}, Type: 1}, {Type: 1 | 1<<14, Names: [32]byte{9}}},
+		Stats:  []depStat{{Stat: statcache.Stat{Size: 1, Mtime: 2, Ctime: 3, Ino: 4}, Type: 1}, {Type: 1 | 1<<14, Names: [32]byte{9}}},
 		Report: []byte(`{"deletions":0}`), Kept: []string{"obs_a"}}
 	var buf bytes.Buffer
 	buf.WriteString(replayMagic)
