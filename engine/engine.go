@@ -163,8 +163,12 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	e.failed = err != nil
 	rep.Result = res
 	if start != nil && err == nil {
-		if err := e.recordReplay(key, res, start); err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("pass replay record not written (the next pass runs in full): %v", err))
+		recErr, factsErr := e.recordReplay(key, res, start)
+		if recErr != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("pass replay record not written (the next pass runs in full): %v", recErr))
+		}
+		if factsErr != nil {
+			rep.Warnings = append(rep.Warnings, factsErr.Error())
 		}
 	}
 	if res.CacheErr != nil {

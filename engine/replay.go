@@ -466,14 +466,15 @@ func recordable(res heal.Result) bool {
 // recordReplay writes the record of a full pass res (or removes a record
 // that no longer describes the memory). start is what tryReplay stat'ed.
 // The record is disposable: an error writing it (a full disk) is returned
-// for a warning, a read-only memory directory is not one.
-func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) error {
+// for a warning, a read-only memory directory is not one; so are the log
+// facts a confirming pass writes (factsErr).
+func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (recErr, factsErr error) {
 	path := cachedir.Path(e.root, ReplayFile)
 	if !recordable(res) {
 		if start.rec != nil {
 			_ = os.Remove(path)
 		}
-		return nil
+		return nil, nil
 	}
 	paths, kinds := deps(e.root, res)
 	rec := replayRecord{Key: key, Paths: paths, Kinds: kinds, Kept: res.Kept}
@@ -499,33 +500,32 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) e
 	if rec.Confirmed {
 		// The log did not change while this pass read it, nor just
 		// before: what the session index needs of it can stand in for it
-		// while its stat stays (logfacts.go).
+		// while its stat stays (logfacts.go). Not written, the index
+		// reads the log: a warning, and the record is written all the same.
 		if i, ok := slices.BinarySearch(rec.Paths, manifest.PathsFor(e.root).Log); ok {
-			if err := saveLogFacts(e.root, res.Log, rec.Stats[i].Stat, rec.Stats[i].Type); err != nil {
-				return err
-			}
+			factsErr = saveLogFacts(e.root, res.Log, rec.Stats[i].Stat, rec.Stats[i].Type)
 		}
 	}
 	report, err := json.Marshal(res)
 	if err != nil {
-		return err
+		return err, factsErr
 	}
 	rec.Report = report
 	var buf bytes.Buffer
 	buf.WriteString(replayMagic)
 	if err := gob.NewEncoder(&buf).Encode(toDisk(&rec)); err != nil {
-		return err
+		return err, factsErr
 	}
 	if _, err := cachedir.Ensure(e.root); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
-			return nil
+			return nil, factsErr
 		}
-		return err
+		return err, factsErr
 	}
 	if err := manifest.WriteFile(path, buf.Bytes(), 0o644); err != nil && !errors.Is(err, fs.ErrPermission) {
-		return err
+		return err, factsErr
 	}
-	return nil
+	return nil, factsErr
 }
 
 // unconfirmed says why rec, the record of a full pass, cannot be trusted
