@@ -51,6 +51,14 @@ func Judge(findings []Finding, log *manifest.Log) Verdict {
 	for _, f := range findings {
 		j := judged{f: f, blocking: true}
 		switch {
+		case f.File != "":
+			// A Markdown source (staleness.sources, the ADR presets): the
+			// team's own file, which learnwatch never rewrites — the fix is
+			// an edit of that file, not of an observation.
+			j.fix = "update the reference in " + f.File
+			if f.RenamedTo != "" {
+				j.fix += " (now " + f.RenamedTo + ")"
+			}
 		case strings.HasPrefix(f.ID, "ADR-"), strings.HasPrefix(f.ID, "PF-"):
 			file := "decisions.md"
 			if strings.HasPrefix(f.ID, "PF-") {

@@ -38,6 +38,14 @@ func TestJudge(t *testing.T) {
 		{"unknown id blocks (a hand-written id is someone's text)",
 			[]Finding{f("obs_gone", "x.go")}, map[string][]string{"x.go": {"obs_gone"}}, nil, 1},
 	}
+	// A reference in a Markdown source is fixed in that file: the
+	// observation commands (edit, resolve) do not know it.
+	src := Finding{ID: "site/content/docgen/_index.md", File: "site/content/docgen/_index.md", Heading: "Documentation generation",
+		Ref: "man.md", Reason: "missing", RenamedTo: "site/content/docgen/manpages.md"}
+	if v := Judge([]Finding{src}, log); len(v.Blocking) != 1 || len(v.Blocking[0].Fix) != 1 ||
+		v.Blocking[0].Fix[0] != "update the reference in site/content/docgen/_index.md (now site/content/docgen/manpages.md)" {
+		t.Errorf("a source's fix: %+v", v.Blocking)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := Judge(tt.in, log)
