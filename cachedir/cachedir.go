@@ -7,6 +7,8 @@
 package cachedir
 
 import (
+	"bytes"
+	"encoding/gob"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -46,4 +48,36 @@ func Ensure(root string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// ReadGob decodes into v the cache file name of root as WriteGob wrote it
+// with magic (read like every file under .memory: no symlink, at most max
+// bytes). False when the file is missing, unreadable, too big, of another
+// version (another magic) or does not decode: the cache is then rebuilt.
+func ReadGob(root, name, magic string, max int64, v any) bool {
+	data, err := safefs.ReadFile(Path(root, name), max)
+	if err != nil || !bytes.HasPrefix(data, []byte(magic)) {
+		return false
+	}
+	return gob.NewDecoder(bytes.NewReader(data[len(magic):])).Decode(v) == nil
+}
+
+// WriteGob replaces the cache file name of root with magic followed by v
+// gob-encoded, creating the cache directory when missing (atomic write).
+// A memory directory that cannot be written (a read-only checkout) is not
+// an error: the cache is only missing.
+func WriteGob(root, name, magic string, v any) error {
+	var buf bytes.Buffer
+	buf.WriteString(magic)
+	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
+		return err
+	}
+	_, err := Ensure(root)
+	if err == nil {
+		err = manifest.WriteFile(Path(root, name), buf.Bytes(), 0o644)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil
+	}
+	return err
 }

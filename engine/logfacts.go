@@ -10,16 +10,11 @@ package engine
 // inverted observation the index must name) means the log is read.
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // LogFactsFile is the log facts' file in the cache directory.
@@ -40,12 +35,8 @@ type logFacts struct {
 // readLogFacts returns the facts of the log at path when its stat is the
 // one they were taken with; nil otherwise.
 func readLogFacts(root, path string) *logFacts {
-	data, err := safefs.ReadFile(cachedir.Path(root, LogFactsFile), maxReplay)
-	if err != nil || !bytes.HasPrefix(data, []byte(logFactsMagic)) {
-		return nil
-	}
 	var f logFacts
-	if gob.NewDecoder(bytes.NewReader(data[len(logFactsMagic):])).Decode(&f) != nil {
+	if !cachedir.ReadGob(root, LogFactsFile, logFactsMagic, maxReplay, &f) {
 		return nil
 	}
 	st, typ := statcache.LstatRaw(path)
@@ -69,16 +60,7 @@ func saveLogFacts(root string, log *manifest.Log, st statcache.Stat, typ uint32)
 			f.Confidence[o.ID] = o.Confidence
 		}
 	}
-	var buf bytes.Buffer
-	buf.WriteString(logFactsMagic)
-	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
-		return err
-	}
-	_, err := cachedir.Ensure(root)
-	if err == nil {
-		err = manifest.WriteFile(cachedir.Path(root, LogFactsFile), buf.Bytes(), 0o644)
-	}
-	if err != nil && !errors.Is(err, fs.ErrPermission) {
+	if err := cachedir.WriteGob(root, LogFactsFile, logFactsMagic, &f); err != nil {
 		return fmt.Errorf("log facts not written (the next session start reads the log): %w", err)
 	}
 	return nil

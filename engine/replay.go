@@ -22,14 +22,10 @@ package engine
 // of the file system can keep its stat: git's "racily clean" problem).
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -47,7 +43,6 @@ import (
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // ReplayFile is the pass replay's file in the cache directory.
@@ -269,12 +264,8 @@ func fromDisk(d diskRecord) (*replayRecord, bool) {
 
 // readReplay reads the record of root; nil when there is none usable.
 func readReplay(root string) *replayRecord {
-	data, err := safefs.ReadFile(cachedir.Path(root, ReplayFile), maxReplay)
-	if err != nil || !bytes.HasPrefix(data, []byte(replayMagic)) {
-		return nil
-	}
 	var d diskRecord
-	if gob.NewDecoder(bytes.NewReader(data[len(replayMagic):])).Decode(&d) != nil {
+	if !cachedir.ReadGob(root, ReplayFile, replayMagic, maxReplay, &d) {
 		return nil
 	}
 	r, ok := fromDisk(d)
@@ -511,21 +502,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (
 		return err, factsErr
 	}
 	rec.Report = report
-	var buf bytes.Buffer
-	buf.WriteString(replayMagic)
-	if err := gob.NewEncoder(&buf).Encode(toDisk(&rec)); err != nil {
-		return err, factsErr
-	}
-	if _, err := cachedir.Ensure(e.root); err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, factsErr
-		}
-		return err, factsErr
-	}
-	if err := manifest.WriteFile(path, buf.Bytes(), 0o644); err != nil && !errors.Is(err, fs.ErrPermission) {
-		return err, factsErr
-	}
-	return nil, factsErr
+	return cachedir.WriteGob(e.root, ReplayFile, replayMagic, toDisk(&rec)), factsErr
 }
 
 // unconfirmed says why rec, the record of a full pass, cannot be trusted

@@ -1,18 +1,12 @@
 package staleness
 
 import (
-	"bytes"
-	"encoding/gob"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
-	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // EntryRefsFile is the cache of the knowledge entries' references, in the
@@ -44,12 +38,9 @@ func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string
 	opts := OptionsFor(cfg)
 	opts.LinkBase = knowledgeDir
 	okey := optionsKey(opts)
-	path := cachedir.Path(root, EntryRefsFile)
 	var old entryRefsFile
-	if data, err := safefs.ReadFile(path, maxEntryRefs); err == nil && bytes.HasPrefix(data, []byte(entryRefsMagic)) {
-		if gob.NewDecoder(bytes.NewReader(data[len(entryRefsMagic):])).Decode(&old) != nil || old.Opts != okey {
-			old = entryRefsFile{}
-		}
+	if !cachedir.ReadGob(root, EntryRefsFile, entryRefsMagic, maxEntryRefs, &old) || old.Opts != okey {
+		old = entryRefsFile{}
 	}
 	next := entryRefsFile{Opts: okey, Refs: make(map[[32]byte][]Ref, len(ids))}
 	out := make(map[string][]Ref, len(ids))
@@ -64,26 +55,17 @@ func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string
 	}
 	var err error
 	if changed || len(next.Refs) != len(old.Refs) {
-		err = saveEntryRefs(root, path, next)
+		err = saveEntryRefs(root, next)
 	}
 	return out, err
 }
 
 // saveEntryRefs writes the cache when the memory directory exists.
-func saveEntryRefs(root, path string, f entryRefsFile) error {
+func saveEntryRefs(root string, f entryRefsFile) error {
 	if _, err := os.Lstat(filepath.Join(root, ".memory")); err != nil {
 		return nil
 	}
-	var buf bytes.Buffer
-	buf.WriteString(entryRefsMagic)
-	if err := gob.NewEncoder(&buf).Encode(&f); err != nil {
-		return err
-	}
-	_, err := cachedir.Ensure(root)
-	if err == nil {
-		err = manifest.WriteFile(path, buf.Bytes(), 0o644)
-	}
-	if err != nil && !errors.Is(err, fs.ErrPermission) {
+	if err := cachedir.WriteGob(root, EntryRefsFile, entryRefsMagic, &f); err != nil {
 		return fmt.Errorf("entry references cache not written (rebuilt next time): %w", err)
 	}
 	return nil
