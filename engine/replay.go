@@ -354,14 +354,10 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	if rec == nil || rec.Key != key {
 		return heal.Result{}, false, start
 	}
-	if p.Session && !p.NoFeedback && journal.KeptDue(e.root, p.Now) {
-		// The day's first session pass records kept events: never a
-		// replay (its stats are taken all the same, for the record).
-		start.rec, start.stats = rec, statsNow(rec)
-		changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
-		return heal.Result{}, false, start
-	}
-	if p.Session {
+	// The day's first session pass records kept events: never a replay
+	// (its stats are taken all the same, for the record).
+	keptDue := p.Session && !p.NoFeedback && journal.KeptDue(e.root, p.Now)
+	if p.Session && !keptDue {
 		// The session index reads the log next: read it while the
 		// stats are taken (dropped if the pass is not replayed).
 		e.prefetchLog()
@@ -369,6 +365,9 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	start.rec, start.stats = rec, statsNow(rec)
 	if i := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat)); i >= 0 {
 		e.log.Debug("pass replay: input changed", "path", rec.Paths[i])
+		return heal.Result{}, false, start
+	}
+	if keptDue {
 		return heal.Result{}, false, start
 	}
 	if !rec.Confirmed {
