@@ -120,9 +120,6 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, ge
 	}
 	stats := folded.Stats
 	view := getView()
-	if view.log == nil && view.facts == nil {
-		view = readLogView(manifest.PathsFor(e.root).Log)
-	}
 	if view.log == nil {
 		for id, s := range stats {
 			if learn.Inverted(s) && !strings.HasPrefix(id, "ADR-") && !strings.HasPrefix(id, "PF-") {

@@ -67,7 +67,7 @@ func saveLogFacts(root string, log *manifest.Log, st statcache.Stat, typ uint32)
 }
 
 // logView is the learning log as the index sees it: the parsed log, or
-// the facts standing in for it.
+// (log nil) the facts standing in for it.
 type logView struct {
 	log   *manifest.Log
 	facts *logFacts
