@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -116,8 +117,8 @@ func sortedCopy(s []string) []string {
 	return c
 }
 
-// hasSource reports whether out holds "self-learning:" followed by spaces or
-// tabs and then source. A plain byte scan, not a regular expression: a
+// hasSource reports whether out holds "self-learning:" followed by white
+// space (a line break included) and then source. A plain byte scan, not a regular expression: a
 // fuzzed source may be invalid UTF-8, which regexp cannot compile.
 func hasSource(out []byte, source string) bool {
 	const marker = "self-learning:"
@@ -127,7 +128,9 @@ func hasSource(out []byte, source string) bool {
 			return false
 		}
 		rest = rest[i+len(marker):]
-		if bytes.HasPrefix(bytes.TrimLeft(rest, " \t"), []byte(source)) {
+		// The id is the value's first field (markdown.Sections splits it
+		// with strings.Fields), so it may follow on a continuation line.
+		if bytes.HasPrefix(bytes.TrimLeftFunc(rest, unicode.IsSpace), []byte(source)) {
 			return true
 		}
 	}
@@ -140,6 +143,8 @@ func FuzzKnowledge(f *testing.F) {
 	f.Add(string(file(adr("1", "A", "obs_a"))), string(file(adr("1", "A", "obs_a"), adr("2", "B", "obs_b"))), string(file(adr("1", "A", "obs_a"), adr("2", "C", "obs_c"))))
 	f.Add("", "## ADR-1\n- **Source**: self-learning:obs_1\n", "## ADR-1 — x\n```\n## ADR-2\n```\n- **Source**: self-learning:obs_2\n")
 	f.Add("\xEF\xBB\xBF<!-- TL;DR: x -->\n# T\n", "# T\n\n## PF-001: a\n", "# U\n\n## PF-001: b\n## PF-001: c\n")
+	// The id on a continuation line of its bullet (found by CI's fuzz pass).
+	f.Add("", "## ADR-0\n* **SourCe**:self-learning:\n0\n", "")
 	f.Fuzz(func(t *testing.T, base, ours, theirs string) {
 		out, _ := Knowledge([]byte(base), []byte(ours), []byte(theirs), "", Labels{})
 		// An entry one side left as the base had it and the other side
