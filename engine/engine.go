@@ -53,6 +53,11 @@ type Engine struct {
 	// for the next Index (a replayed session pass has no parsed log to
 	// hand over).
 	logc chan logView
+	// warm is the parsed state a pass leaves for the next (heal.Warm):
+	// the watcher's Deferred passes take it instead of reading the files.
+	warm heal.Warm
+	// settle lists what Deferred passes left to Settle.
+	settle struct{ stale bool }
 }
 
 // prefetchLog starts reading the learning log's facts, or the log, for the
@@ -105,6 +110,12 @@ type Pass struct {
 	// watcher's events of a burst. The others are neither read nor
 	// stat'ed when the stat cache knows them. Nil checks every file.
 	Touched map[string]bool
+	// Deferred is the watcher's pass: it records what the burst did (the
+	// log, the manifest, the usage file, the feedback events) and leaves
+	// the staleness pass and the stat cache write to Settle, which the
+	// watcher calls when it is idle; the parsed state is kept in the
+	// engine for the next pass (heal.Warm).
+	Deferred bool
 }
 
 // Report is what a pass found and did: heal's result plus the warnings a
@@ -148,6 +159,13 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		Confirm: p.Confirm, Render: p.Render,
 		Cache: e.cache, Touched: p.Touched,
 	}
+	if p.Deferred {
+		opts.Warm, opts.DeferCache = &e.warm, true
+		opts.Staleness = nil
+		e.settle.stale = true
+	} else {
+		e.warm.Forget()
+	}
 	if p.NoStatCache {
 		opts.Cache, opts.Touched = nil, nil
 	}
@@ -181,18 +199,23 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		return rep, err
 	}
 	if res.Recorded+res.Inbox.Feedback > 0 {
-		_, f, err := journal.RefreshPolicyFolded(ctx, e.root, p.Now, e.cfg.Lock.Timeout.Duration, learn.ParamsFrom(e.cfg.Learn))
-		switch {
-		case err != nil:
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("policy not refreshed: %v", err))
-		default:
-			if f.SnapshotErr != nil {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("fold snapshot not saved: %v", f.SnapshotErr))
-			}
-			e.folded = &f
-		}
+		rep.Warnings = append(rep.Warnings, e.refreshPolicy(ctx, p.Now)...)
 	}
 	return rep, nil
+}
+
+// refreshPolicy refreshes the policy from the feedback journal after a
+// pass recorded events; its failures are warnings.
+func (e *Engine) refreshPolicy(ctx context.Context, now time.Time) []string {
+	_, f, err := journal.RefreshPolicyFolded(ctx, e.root, now, e.cfg.Lock.Timeout.Duration, learn.ParamsFrom(e.cfg.Learn))
+	if err != nil {
+		return []string{fmt.Sprintf("policy not refreshed: %v", err)}
+	}
+	e.folded = &f
+	if f.SnapshotErr != nil {
+		return []string{fmt.Sprintf("fold snapshot not saved: %v", f.SnapshotErr)}
+	}
+	return nil
 }
 
 // Render renders every ready observation, holding those a policy overlay
@@ -226,4 +249,58 @@ func Multiplier(p learn.Policy, typ string) float64 {
 // under policy p.
 func holdFor(p learn.Policy) func(*manifest.Observation) bool {
 	return func(o *manifest.Observation) bool { return learn.Held(p, o.Type, o.ID) }
+}
+
+// Settle does what Deferred passes left, off the path of the next event:
+// the staleness pass (marks written like a pass's), the stat cache write,
+// and the proof of the parsed state the next pass takes (heal.Warm.Prove).
+// It reports whether it should be called again later (the state is too
+// recent to prove, or the lock was busy). Its warnings are a pass's.
+func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again bool, err error) {
+	p := manifest.PathsFor(e.root)
+	if e.settle.stale && !e.ProveWarm() {
+		// The staleness pass takes the proved state: later.
+		return rep, true, nil
+	}
+	if e.settle.stale {
+		res, err := heal.StalePass(ctx, e.root, heal.Options{
+			Now: now, LockTimeout: e.cfg.Lock.Timeout.Duration,
+			Staleness: &e.cfg.Staleness, Warm: &e.warm,
+		})
+		rep.Result = res
+		if res.StaleCacheErr != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("staleness cache not written (rebuilt by the next pass): %v", res.StaleCacheErr))
+		}
+		if err != nil {
+			e.warm.Forget()
+			return rep, true, err
+		}
+		e.settle.stale = false
+		if res.Inbox.Feedback > 0 {
+			rep.Warnings = append(rep.Warnings, e.refreshPolicy(ctx, now)...)
+		}
+	}
+	if e.cache.Unsaved() {
+		lock, err := manifest.AcquireLock(ctx, p.LearningLock, e.cfg.Lock.Timeout.Duration)
+		if err != nil {
+			return rep, true, err
+		}
+		if err := e.cache.Flush(e.root); err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", err))
+		}
+		lock.Release()
+	}
+	return rep, !e.ProveWarm(), nil
+}
+
+// ProveWarm proves the parsed state the next Deferred pass takes
+// (heal.Warm.Prove): cheap next to a pass (the files are read and
+// compared once), so the watcher calls it even while a burst waits for
+// its debounce. It reports false when the state is too recent to prove
+// yet (call again later).
+func (e *Engine) ProveWarm() bool {
+	if !e.warm.Valid() {
+		return true
+	}
+	return e.warm.Prove(manifest.PathsFor(e.root)) || !e.warm.Valid()
 }

@@ -88,6 +88,15 @@ type Options struct {
 	// stat'ed. The watcher sets it from the events of a burst; nil stats
 	// every artifact.
 	Touched map[string]bool
+	// Warm, when set, carries the parsed state from one pass to the next
+	// in a long-running caller (the watcher's engine): a Touched pass
+	// takes the log, manifest, usage and knowledge files from it while
+	// their stats vouch for them (warm.go), and every pass leaves its
+	// state in it (a failed pass forgets it).
+	Warm *Warm
+	// DeferCache ends the pass without writing the stat cache
+	// (statcache.Cache.EndPass); the caller flushes it later.
+	DeferCache bool
 }
 
 // Result counts what a reconcile found and did.
@@ -208,6 +217,53 @@ type State struct {
 	// placeholder) and every manifest entry naming them is a live,
 	// anchor-less entry whose hash the cached content matches.
 	Verified map[string]bool
+	// vouched are the stat cache entries behind Verified.
+	vouched map[string]statcache.Entry
+}
+
+// rescope forgets what st (lent by a warm state) holds for the touched
+// files and for the manifest paths it never resolved, and returns the
+// manifest entries naming them: the pass looks at those again.
+func rescope(st *State, touched map[string]bool) []manifest.Entry {
+	redo := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		if rel, ok := st.Rel[e.Path]; !ok || touched[rel] {
+			redo[e.Path] = true
+		}
+	}
+	for path, rel := range st.Rel {
+		if touched[rel] {
+			delete(st.Rel, path) // a path of a lost observation, read again
+		}
+	}
+	for rel := range touched {
+		delete(st.Files, rel)
+		delete(st.Verified, rel)
+		delete(st.vouched, rel)
+		delete(st.Missing, rel)
+		delete(st.Unreadable, rel)
+	}
+	if len(redo) == 0 {
+		return nil
+	}
+	var scope []manifest.Entry
+	for _, e := range st.Manifest.Entries {
+		if redo[e.Path] {
+			scope = append(scope, e)
+		}
+	}
+	for path := range redo {
+		if rel, ok := st.Rel[path]; ok {
+			delete(st.Files, rel)
+			delete(st.Verified, rel)
+			delete(st.vouched, rel)
+			delete(st.Missing, rel)
+			delete(st.Unreadable, rel)
+		}
+		delete(st.Rel, path)
+		delete(st.Refused, path)
+	}
+	return scope
 }
 
 // Load reads everything reconcile needs. Manifest paths outside the root
@@ -239,57 +295,47 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 // loadWith is LoadWith trusting the cache without a stat for the files
 // outside touched (Options.Touched), when touched is not nil.
 func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
+	return loadWarm(root, cache, touched, nil)
+}
+
+// loadWarm is loadWith taking the log, manifest, usage and knowledge files
+// from w when it still vouches for them (Warm.usable), and the resolved
+// relative path of every untouched artifact from it.
+func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *Warm) (*State, error) {
 	p := manifest.PathsFor(root)
-	log, err := manifest.ReadLog(p.Log)
-	if err != nil {
-		return nil, err
-	}
-	st := &State{Root: root, Log: log, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
+	st := &State{Root: root, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
 		Verified: map[string]bool{}}
 	res := manifest.NewResolver(root)
-	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
-	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
-		return nil, st.ManifestErr
-	}
-	st.Usage, err = manifest.ReadUsage(p.Usage)
-	if errors.Is(err, manifest.ErrCorruptUsage) {
-		st.Usage, st.UsageErr = manifest.NewUsage(), err
-	} else if err != nil {
-		return nil, err
-	}
-	for _, path := range []string{p.Decisions, p.Pitfalls} {
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if _, _, err := res.Resolve(rel); err != nil {
-			st.Refused[rel] = err
-			continue
+	vouched := map[string]statcache.Entry{}
+	// scope are the manifest entries whose files this pass looks at: all
+	// of them, or, taking a warm state, those of the touched files and of
+	// paths it did not resolve (the others keep what the last pass found).
+	var scope []manifest.Entry
+	warm := w.usable(p, touched)
+	if warm {
+		vouched = w.lend(st)
+		scope = rescope(st, touched)
+		if cache != nil {
+			cache.CarryOver(touched)
 		}
-		b, err := safefs.ReadFile(path, safefs.MaxKnowledge)
-		if err == nil {
-			// Never hand goldmark a nesting bomb (markdown.Check).
-			if err := markdown.Check(b); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			st.Knowledge[rel] = b
-		} else if safefs.IsRefused(err) {
-			st.Refused[rel] = err // a planted symlink or special file: this file only
-		} else if !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("read %s: %w", path, err)
+	} else {
+		if err := loadFiles(st, p, res); err != nil {
+			return nil, err
 		}
+		scope = st.Manifest.Entries
 	}
 	var trust, legacy map[string]bool
 	if cache != nil {
-		trust, legacy = trustable(st.Manifest.Entries)
+		trust, legacy = trustable(scope)
 	}
 	// hashes lists the content hashes the manifest stores per path.
 	hashes := map[string][]string{}
-	for _, e := range st.Manifest.Entries {
+	for _, e := range scope {
 		if trust[e.Path] {
 			hashes[e.Path] = append(hashes[e.Path], e.ContentHash)
 		}
 	}
-	vouched := map[string]statcache.Entry{}
 	read := func(p string, useCache bool) {
 		abs, rel, err := res.Resolve(p)
 		if err != nil {
@@ -341,9 +387,11 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 			}
 		}
 	}
-	registered := map[string]bool{}
+	registered := make(map[string]bool, len(st.Manifest.Entries))
 	for _, e := range st.Manifest.Entries {
 		registered[e.ObservationID] = true
+	}
+	for _, e := range scope {
 		read(e.Path, cache != nil && trust[e.Path])
 	}
 	// Two manifest paths may name one file (a relative and an absolute
@@ -365,7 +413,7 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 	// by a tool that dropped them): their artifacts are read so that Plan
 	// can register them again.
 	// Only those lines are decoded (the scan knows id, status and path).
-	lost := log.Select(func(e manifest.LogEntry) bool {
+	lost := st.Log.Select(func(e manifest.LogEntry) bool {
 		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
 	})
 	for _, o := range lost {
@@ -379,12 +427,56 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 			read(p, false)
 		}
 	}
-	st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
-	for rel, src := range st.Knowledge {
-		st.Sections[rel] = markdown.Sections(src)
+	if !warm {
+		st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
+		for rel, src := range st.Knowledge {
+			st.Sections[rel] = markdown.Sections(src)
+		}
 	}
+	st.vouched = vouched
 	st.askGit()
 	return st, nil
+}
+
+// loadFiles reads the log, the manifest, the usage file and the two
+// knowledge files into st.
+func loadFiles(st *State, p manifest.Paths, res *manifest.Resolver) error {
+	log, err := manifest.ReadLog(p.Log)
+	if err != nil {
+		return err
+	}
+	st.Log = log
+	st.Manifest, st.ManifestExists, st.ManifestErr = manifest.ReadManifest(p.Manifest)
+	if st.ManifestErr != nil && !errors.Is(st.ManifestErr, manifest.ErrCorruptManifest) {
+		return st.ManifestErr
+	}
+	st.Usage, err = manifest.ReadUsage(p.Usage)
+	if errors.Is(err, manifest.ErrCorruptUsage) {
+		st.Usage, st.UsageErr = manifest.NewUsage(), err
+	} else if err != nil {
+		return err
+	}
+	for _, path := range []string{p.Decisions, p.Pitfalls} {
+		rel, _ := filepath.Rel(p.Root, path)
+		rel = filepath.ToSlash(rel)
+		if _, _, err := res.Resolve(rel); err != nil {
+			st.Refused[rel] = err
+			continue
+		}
+		b, err := safefs.ReadFile(path, safefs.MaxKnowledge)
+		if err == nil {
+			// Never hand goldmark a nesting bomb (markdown.Check).
+			if err := markdown.Check(b); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			st.Knowledge[rel] = b
+		} else if safefs.IsRefused(err) {
+			st.Refused[rel] = err // a planted symlink or special file: this file only
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // artifactKey names an artifact: its path, with "#anchor" for a knowledge
@@ -870,7 +962,13 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	if cache != nil {
 		touched = opts.Touched
 	}
-	st, err := loadWith(root, cache, touched)
+	passStart := time.Now().UnixNano()
+	var warm *Warm
+	if cache != nil {
+		warm = opts.Warm
+	}
+	st, err := loadWarm(root, cache, touched, warm)
+	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
 		return Result{}, err
 	}
@@ -887,35 +985,30 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	res.Log = st.Log
 	res.Inputs, res.GitAsked = st.inputs(p), st.GitAsked
 	if opts.Staleness != nil {
-		var saved []marks
-		if !opts.MarkTracked {
-			saved = saveMarks(st.Log)
-		}
-		n, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, st.Log)
-		res.StaleCacheErr, res.StaleInputs = cacheErr, in
-		// git is asked only when the pass changed a mark.
-		if marksChanged(saved) && Tracked(root, p.Log) {
-			restoreMarks(saved)
-		}
+		markStale(ctx, root, p, opts, st.Log, &res)
+	}
+	// The manifest is encoded once: its bytes are written, and their sum
+	// names the state the feedback record describes.
+	var manifestBytes []byte
+	if manifestDue(st, manifestBefore) {
+		b, err := st.Manifest.Encode()
 		if err != nil {
-			res.Problems = append(res.Problems, "staleness check: "+err.Error())
+			return res, fmt.Errorf("encode manifest: %w", err)
 		}
-		res.Stale = n
+		manifestBytes = b
 	}
 	var pass *journal.Pass
 	if opts.Feedback {
 		evs, kept := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
 		sum := ""
-		if manifestDue(st, manifestBefore) {
-			if b, err := st.Manifest.Encode(); err == nil {
-				sum = journal.ManifestSum(b)
-			}
+		if manifestBytes != nil {
+			sum = journal.ManifestSum(manifestBytes)
 		}
 		if pass, err = journal.Prepare(root, evs, kept, sum, opts.Now); err != nil {
 			return res, fmt.Errorf("record feedback: %w", err)
 		}
 	}
-	if err := write(st, p, manifestBefore, usageBefore, &res); err != nil {
+	if err := write(st, p, manifestBytes, usageBefore, &res); err != nil {
 		return res, err
 	}
 	if pass != nil {
@@ -927,7 +1020,10 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 			res.Recorded = len(pass.Events)
 		}
 	}
-	if cache != nil {
+	switch {
+	case cache != nil && opts.DeferCache:
+		cache.EndPass(passStart)
+	case cache != nil:
 		// Disposable: a cache that cannot be written is rebuilt next time;
 		// the caller hears of it (a full disk), the result stands.
 		res.CacheErr = cache.Save(root)
@@ -939,11 +1035,19 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		if err != nil {
 			return res, err
 		}
+		if len(rr) > 0 || len(wrote) > 0 {
+			return res, nil // render wrote files: the next pass reads them
+		}
+	}
+	if cache != nil {
+		opts.Warm.capture(st, p, prev)
 	}
 	return res, nil
 }
 
-func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBefore int, res *Result) error {
+// write writes what the pass changed: the log, the manifest (its bytes,
+// nil when it is not due), the usage file.
+func write(st *State, p manifest.Paths, manifestBytes []byte, usageBefore int, res *Result) error {
 	if st.Log.Changed() {
 		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
 			return err
@@ -958,8 +1062,8 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 			return err
 		}
 	}
-	if manifestDue(st, manifestBefore) {
-		if err := manifest.WriteManifest(p.Manifest, st.Manifest); err != nil {
+	if manifestBytes != nil {
+		if err := manifest.WriteFile(p.Manifest, manifestBytes, 0o644); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Manifest)
@@ -1045,6 +1149,78 @@ func (r Result) Summary() string {
 		}
 	}
 	return b.String()
+}
+
+// markStale runs the staleness pass on log under the lock and counts it
+// in res; a learning log git tracks keeps its marks unless
+// opts.MarkTracked.
+func markStale(ctx context.Context, root string, p manifest.Paths, opts Options, log *manifest.Log, res *Result) {
+	var saved []marks
+	if !opts.MarkTracked {
+		saved = saveMarks(log)
+	}
+	n, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, log)
+	res.StaleCacheErr, res.StaleInputs = cacheErr, in
+	// git is asked only when the pass changed a mark.
+	if marksChanged(saved) && Tracked(root, p.Log) {
+		restoreMarks(saved)
+	}
+	if err != nil {
+		res.Problems = append(res.Problems, "staleness check: "+err.Error())
+	}
+	res.Stale = n
+}
+
+// StalePass runs the staleness pass alone under the lock, as Reconcile
+// runs it after planning, and writes the log when a mark changed: the
+// watcher records a burst's events first (a pass without Staleness) and
+// marks when it is idle. The log comes from opts.Warm when it vouches for
+// it, and the state is left there again.
+func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
+	if opts.Staleness == nil {
+		return Result{}, nil
+	}
+	p := manifest.PathsFor(root)
+	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
+		opts.Warm.Forget()
+		return Result{}, nil
+	} else if err != nil {
+		return Result{}, err
+	}
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
+	if err != nil {
+		return Result{}, err
+	}
+	defer lock.Release()
+	res := Result{Inbox: drained}
+	if drained.Drained+drained.Completed > 0 {
+		res.Wrote = append(res.Wrote, p.Log)
+	}
+	st := &State{Refused: map[string]error{}}
+	lent := opts.Warm.usable(p, map[string]bool{})
+	if lent {
+		opts.Warm.lend(st)
+	} else {
+		if st.Log, err = manifest.ReadLog(p.Log); err != nil {
+			opts.Warm.Forget()
+			return res, err
+		}
+	}
+	prev := opts.Warm.Forget()
+	if !st.Log.Exists {
+		return res, nil
+	}
+	markStale(ctx, root, p, opts, st.Log, &res)
+	if st.Log.Changed() {
+		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
+			return res, err
+		}
+		res.Wrote = append(res.Wrote, p.Log)
+	}
+	if lent {
+		opts.Warm.capture(st, p, prev)
+	}
+	return res, nil
 }
 
 // stalePass checks the knowledge files and the log's observations against

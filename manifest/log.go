@@ -777,6 +777,28 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) 
 	return newline, nil
 }
 
+// WriteTo writes the log's bytes (Bytes) to w without holding them.
+func (l *Log) WriteTo(w io.Writer) (int64, error) {
+	fresh, err := l.encodeChanged()
+	if err != nil {
+		return 0, err
+	}
+	cw := &countingWriter{w: w}
+	_, err = l.writeLines(cw, fresh)
+	return cw.n, err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
 // WriteLog atomically replaces path with the log's bytes, streamed to the
 // file: only re-encoded lines are held besides what was read. Afterwards
 // the log counts as unchanged again; observation pointers stay valid.

@@ -135,6 +135,10 @@ type watcher struct {
 	missing  map[string]time.Time
 	graceDue time.Time
 
+	// settleT fires settleDelay after a pass: the engine does what the
+	// pass deferred (engine.Engine.Settle) while nothing is pending.
+	settleT *time.Timer
+
 	// test hooks
 	reconcile reconcileFunc
 	add       func(path string) error
@@ -233,8 +237,11 @@ func (w *watcher) run(ctx context.Context) error {
 	w.state = State{PID: pid.pid, Root: w.root, StartedAt: now.UTC().Format(time.RFC3339Nano)}
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()
+	w.settleT = time.NewTimer(time.Hour)
+	w.settleT.Stop()
 	defer func() {
 		w.timer.Stop()
+		w.settleT.Stop()
 		if w.ticker != nil {
 			w.ticker.Stop()
 		}
@@ -268,6 +275,7 @@ func (w *watcher) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			w.log.Info("stopping", "reason", context.Cause(ctx))
+			w.settle(context.WithoutCancel(ctx), false)
 			w.state.StoppedAt = time.Now().UTC().Format(time.RFC3339Nano)
 			w.writeState()
 			return nil
@@ -289,6 +297,8 @@ func (w *watcher) run(ctx context.Context) error {
 				w.markPending("grace", true)
 			}
 			w.fire(ctx)
+		case <-w.settleT.C:
+			w.settle(ctx, true)
 		case <-tick:
 			w.thorough = true
 			w.markPending("rescan", true)
@@ -348,7 +358,17 @@ func (w *watcher) fire(ctx context.Context) {
 	// Only the files with an event can have changed, unless events may
 	// have been lost or directories moved: then every file is checked.
 	touched := w.touched
-	if w.full || thorough || len(w.changed) > 0 || w.opts.Poll > 0 {
+	if touched == nil {
+		touched = map[string]bool{}
+	}
+	// A directory that appeared, disappeared or moved: every watched file
+	// below it may have changed (and is resolved again).
+	for f := range w.targets.files {
+		if w.underChanged(f) {
+			touched[w.rel(f)] = true
+		}
+	}
+	if w.full || thorough || w.opts.Poll > 0 {
 		touched = nil
 	}
 	w.touched, w.full = map[string]bool{}, false
@@ -369,8 +389,9 @@ func (w *watcher) fire(ctx context.Context) {
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
 	rep, err := w.reconcile(context.WithoutCancel(ctx), engine.Pass{
 		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(start),
-		Touched: touched,
+		Touched: touched, Deferred: true,
 	})
+	w.settleT.Reset(settleDelay)
 	res := rep.Result
 	took := time.Since(start)
 	w.recordOwn(res.Wrote)
@@ -430,6 +451,62 @@ func (w *watcher) fire(ctx context.Context) {
 	// peak resident for days.
 	if took > 50*time.Millisecond {
 		debug.FreeOSMemory()
+	}
+}
+
+// underChanged reports whether f is below a directory of the burst that
+// appeared, disappeared or moved.
+func (w *watcher) underChanged(f string) bool {
+	if len(w.changed) == 0 {
+		return false
+	}
+	for d := filepath.Dir(f); w.inside(d); d = filepath.Dir(d) {
+		if w.changed[d] {
+			return true
+		}
+		if d == w.root {
+			break
+		}
+	}
+	return false
+}
+
+// settleDelay is how long after a pass the watcher lets the engine do
+// what the pass deferred (the staleness pass, the stat cache write, the
+// proof of the state the next pass takes), when no burst is pending.
+const settleDelay = 100 * time.Millisecond
+
+// settle runs the engine's Settle unless a burst is pending (its pass
+// comes first, and settles after); again re-arms the timer when Settle
+// asks to be called later.
+func (w *watcher) settle(ctx context.Context, again bool) {
+	if w.eng == nil {
+		return
+	}
+	if !w.first.IsZero() {
+		// A burst waits for its debounce: only the proof of the state its
+		// pass takes (the rest follows that pass).
+		if !w.eng.ProveWarm() && again {
+			w.settleT.Reset(settleDelay)
+		}
+		return
+	}
+	rep, later, err := w.eng.Settle(context.WithoutCancel(ctx), time.Now())
+	w.recordOwn(rep.Wrote)
+	for _, warn := range rep.Warnings {
+		w.log.Warn("reconcile warning", "warning", warn)
+	}
+	for _, p := range rep.Problems {
+		w.log.Warn("reconcile problem", "problem", p)
+	}
+	if err != nil {
+		w.log.Warn("deferred work of the last pass failed; retrying", "err", err)
+	}
+	if rep.Stale > 0 {
+		w.log.Debug("staleness pass", "stale", rep.Stale)
+	}
+	if later && again {
+		w.settleT.Reset(4 * settleDelay)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -126,6 +127,9 @@ type Cache struct {
 	// rewrite is set when an entry was racily clean but could be proved
 	// clean now: writing the cache again moves its mtime past the file.
 	rewrite bool
+	// unsavedSince, when not zero, is the start (ns) of the first pass
+	// EndPass ended without writing: Flush writes what those passes left.
+	unsavedSince int64
 }
 
 // Load reads root's stat cache. It never fails: a cache that is missing,
@@ -193,6 +197,17 @@ func (c *Cache) Untouched(rel string) (Entry, bool) {
 	return e, true
 }
 
+// CarryOver carries every entry of the last pass into this one but those
+// of the files in skip (relative paths): a caller that keeps what the
+// last pass found of the other files (the watcher's warm state) looks at
+// those only.
+func (c *Cache) CarryOver(skip map[string]bool) {
+	c.next = maps.Clone(c.old)
+	for rel := range skip {
+		delete(c.next, rel)
+	}
+}
+
 // Keep carries an entry Lookup returned into this pass's cache.
 func (c *Cache) Keep(rel string, e Entry) { c.next[rel] = e }
 
@@ -226,13 +241,78 @@ func (c *Cache) Save(root string) error {
 		c.old, c.next, c.rewrite = c.next, map[string]Entry{}, false
 		c.inPass, c.trustless = false, false
 	}()
-	if !c.Dirty() {
+	if !c.Dirty() && c.unsavedSince == 0 {
 		return nil
+	}
+	if c.unsavedSince != 0 {
+		// Entries a deferred pass recorded are written now: the same cut
+		// as Flush.
+		cut := c.unsavedSince - int64(FlushRacy)
+		c.unsavedSince = 0
+		for rel, e := range c.next {
+			if e.Mtime >= cut {
+				delete(c.next, rel)
+			}
+		}
 	}
 	if _, err := cachedir.Ensure(root); err != nil {
 		return err
 	}
 	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: c.next})
+	if err != nil {
+		return err
+	}
+	path := cachedir.Path(root, FileName)
+	if err := manifest.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	if fi, err := safefs.Lstat(path); err == nil {
+		c.cacheMtime = fi.ModTime().UnixNano()
+	}
+	return nil
+}
+
+// EndPass ends a pass like Save without writing the file: this pass's
+// entries start the next pass, and Flush writes them later (the watcher
+// keeps the disk copy off the path of its events). passStart is when the
+// pass began (ns).
+func (c *Cache) EndPass(passStart int64) {
+	if c.Dirty() && c.unsavedSince == 0 {
+		c.unsavedSince = passStart
+	}
+	c.old, c.next, c.rewrite = c.next, map[string]Entry{}, false
+	c.inPass, c.trustless = false, false
+}
+
+// Unsaved reports whether passes ended by EndPass left entries Flush has
+// not written yet.
+func (c *Cache) Unsaved() bool { return c.unsavedSince != 0 }
+
+// FlushRacy is how recent, against the first pass EndPass did not save, a
+// file's mtime may be for Flush to leave its entry out: it was hashed
+// while a write within the same tick could still follow, and the cache
+// file written later would otherwise vouch for it.
+const FlushRacy = 50 * time.Millisecond
+
+// Flush writes what the passes EndPass ended left, when there is anything
+// (the caller holds the learning lock, as for Save). Entries of files
+// modified since shortly before the first of those passes are left out,
+// on disk and in memory: the next pass hashes them again.
+func (c *Cache) Flush(root string) error {
+	if c.unsavedSince == 0 || c.inPass {
+		return nil
+	}
+	cut := c.unsavedSince - int64(FlushRacy)
+	c.unsavedSince = 0
+	for rel, e := range c.old {
+		if e.Mtime >= cut {
+			delete(c.old, rel)
+		}
+	}
+	if _, err := cachedir.Ensure(root); err != nil {
+		return err
+	}
+	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: c.old})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,261 @@
+package heal
+
+import (
+	"bytes"
+	"errors"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// Warm is what a pass leaves for the next pass of the same process (the
+// watcher's engine): the log, manifest, usage and knowledge files parsed
+// as the pass wrote or read them, the relative path of every artifact,
+// and the stat of each of those files taken under the lock once the pass
+// had written. A later pass with Options.Touched takes them instead of
+// reading and parsing the files again, when every file still has its
+// stat (Warm.usable); a file with another stat is another file, and the
+// pass reads everything as usual.
+//
+// A stat proves nothing about a file written within the same clock tick
+// it was taken in (git's racily clean entries): until Prove compared the
+// contents after that tick, a file whose mtime is that recent makes the
+// state unusable. The watcher proves a warm state while it is idle, off
+// the path of the next event.
+//
+// A Warm is not safe for concurrent use; the zero value (or nil) vouches
+// for nothing.
+type Warm struct {
+	valid  bool
+	st     State // Log, Manifest, ManifestExists, Usage, Knowledge, Sections
+	files  []warmFile
+	at     int64 // ns, when the stats were taken
+	proved bool
+}
+
+// warmFile is one file a warm state stands for: its stat then, or absent.
+type warmFile struct {
+	path   string
+	absent bool
+	stat   statcache.Stat
+}
+
+// racyWindow is how recent a file's mtime may be, against the time its
+// stat was taken, before the stat stops proving anything: more than the
+// coarsest file-time tick of a common kernel (10 ms at HZ=100).
+const racyWindow = 50 * time.Millisecond
+
+// Forget drops the warm state: the next pass reads every file. It
+// returns what the state vouched for, for capture to carry a proof over
+// files the pass did not write.
+func (w *Warm) Forget() (was Warm) {
+	if w != nil {
+		was, *w = *w, Warm{}
+	}
+	return was
+}
+
+// Valid reports whether w holds a state (proved or not).
+func (w *Warm) Valid() bool { return w != nil && w.valid }
+
+// Log is the learning log w holds (nil when it holds none): a pass that
+// took the state hands this one on (Result.Log).
+func (w *Warm) Log() *manifest.Log {
+	if w == nil || !w.valid {
+		return nil
+	}
+	return w.st.Log
+}
+
+// Proved reports whether w's files were compared with their contents
+// after the racy window (no more to prove).
+func (w *Warm) Proved() bool { return w != nil && w.valid && w.proved }
+
+// warmPaths are the files a warm state stands for.
+func warmPaths(p manifest.Paths) []string {
+	return []string{p.Log, p.Manifest, p.Usage, p.Decisions, p.Pitfalls}
+}
+
+// usable reports whether the files of w still are what it parsed: a
+// touched pass (the watcher's: touched not nil), the memory directory the
+// same directory, every file with its recorded stat (or still absent),
+// and either proved or none of them written within the racy window.
+func (w *Warm) usable(p manifest.Paths, touched map[string]bool) bool {
+	if w == nil || !w.valid || touched == nil {
+		return false
+	}
+	for rel := range touched {
+		// An event on one of the state's own files: read them all.
+		if abs := filepath.Join(p.Root, filepath.FromSlash(rel)); isWarmPath(p, abs) {
+			return false
+		}
+	}
+	if !w.sameStats() {
+		return false
+	}
+	if w.proved {
+		return true
+	}
+	for _, f := range w.files {
+		if !f.absent && f.stat.Mtime >= w.at-int64(racyWindow) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWarmPath(p manifest.Paths, abs string) bool {
+	for _, q := range warmPaths(p) {
+		if abs == q {
+			return true
+		}
+	}
+	return false
+}
+
+// sameStats reports whether every file still has its recorded stat.
+func (w *Warm) sameStats() bool {
+	for _, f := range w.files {
+		s, ok := statcache.Lstat(f.path)
+		if f.absent {
+			if _, err := os.Lstat(f.path); !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+			continue
+		}
+		if !ok || s != f.stat {
+			return false
+		}
+	}
+	return true
+}
+
+// lend fills st from w: the parsed files and what the last pass found of
+// each artifact (read, verified by the stat cache, missing, unreadable,
+// refused, resolved), and returns the stat cache entries behind the
+// verified ones. The objects are shared: the pass edits them in place,
+// and a failed pass must Forget w.
+func (w *Warm) lend(st *State) (vouched map[string]statcache.Entry) {
+	st.Log, st.Manifest, st.ManifestExists = w.st.Log, w.st.Manifest, w.st.ManifestExists
+	st.Usage, st.Knowledge, st.Sections = w.st.Usage, w.st.Knowledge, w.st.Sections
+	st.Files, st.Verified, st.Missing = w.st.Files, w.st.Verified, w.st.Missing
+	st.Unreadable, st.Refused, st.Rel = w.st.Unreadable, w.st.Refused, w.st.Rel
+	return w.st.vouched
+}
+
+// capture records st, as the pass wrote it, in w; it stats the files
+// under the lock. A state that did not parse cleanly (a corrupt manifest
+// or usage file, no log) is not kept.
+func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
+	if w == nil {
+		return
+	}
+	*w = Warm{}
+	if st.Log == nil || !st.Log.Exists || st.ManifestErr != nil || st.UsageErr != nil {
+		return
+	}
+	for _, path := range []string{p.Decisions, p.Pitfalls} {
+		if rel, err := filepath.Rel(p.Root, path); err != nil || st.Refused[filepath.ToSlash(rel)] != nil {
+			return // a refused knowledge file (a link on its way): read it every time
+		}
+	}
+	w.at = time.Now().UnixNano()
+	for _, path := range warmPaths(p) {
+		s, ok := statcache.Lstat(path)
+		if ok {
+			w.files = append(w.files, warmFile{path: path, stat: s})
+			continue
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			return // not a regular file (refused): nothing to vouch for
+		}
+		w.files = append(w.files, warmFile{path: path, absent: true})
+	}
+	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: !w.files[1].absent,
+		Usage: st.Usage, Knowledge: st.Knowledge, Sections: st.Sections,
+		Files: st.Files, Verified: st.Verified, Missing: st.Missing, Unreadable: st.Unreadable,
+		Refused: st.Refused, Rel: st.Rel, vouched: st.vouched}
+	if w.st.vouched == nil {
+		w.st.vouched = map[string]statcache.Entry{}
+	}
+	if w.st.Sections == nil {
+		w.st.Sections = map[string][]markdown.Section{}
+		for rel, src := range st.Knowledge {
+			w.st.Sections[rel] = markdown.Sections(src)
+		}
+	}
+	w.valid = true
+	// A proof holds for files the pass did not write: the same stats as
+	// the proved state it was lent.
+	w.proved = prev.valid && prev.proved && slices.Equal(prev.files, w.files)
+}
+
+// Prove compares each file of w with what w parsed, once the racy window
+// of the stats is over: a file rewritten with the same size within the
+// tick its stat was taken in has other content. Equal contents make w
+// usable whatever the file times; anything else forgets w. It reads
+// without the lock (a writer in the middle of a write gives other
+// content: w is forgotten). It reports whether w is proved; false also
+// when it is too early (call again later).
+func (w *Warm) Prove(p manifest.Paths) bool {
+	if w == nil || !w.valid {
+		return false
+	}
+	if w.proved {
+		return true
+	}
+	if time.Now().UnixNano() < w.at+int64(racyWindow) {
+		return false
+	}
+	if !w.sameStats() {
+		w.Forget()
+		return false
+	}
+	seed := maphash.MakeSeed()
+	for _, f := range w.files {
+		if f.absent {
+			continue
+		}
+		b, err := safefs.ReadFile(f.path, safefs.MaxJournal)
+		if err != nil || !w.holds(p, f.path, b, seed) {
+			w.Forget()
+			return false
+		}
+	}
+	if !w.sameStats() {
+		w.Forget()
+		return false
+	}
+	w.proved = true
+	return true
+}
+
+// holds reports whether b, the content of path, is what w parsed from it.
+func (w *Warm) holds(p manifest.Paths, path string, b []byte, seed maphash.Seed) bool {
+	switch path {
+	case p.Log:
+		var h maphash.Hash
+		h.SetSeed(seed)
+		if _, err := w.st.Log.WriteTo(&h); err != nil {
+			return false
+		}
+		return h.Sum64() == maphash.Bytes(seed, b)
+	case p.Manifest:
+		enc, err := w.st.Manifest.Encode()
+		return err == nil && bytes.Equal(enc, b)
+	case p.Usage:
+		enc, err := w.st.Usage.Encode()
+		return err == nil && bytes.Equal(enc, b)
+	}
+	rel, _ := filepath.Rel(p.Root, path)
+	k, ok := w.st.Knowledge[filepath.ToSlash(rel)]
+	return ok && bytes.Equal(k, b)
+}
