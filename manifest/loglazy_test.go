@@ -560,3 +560,44 @@ func TestLogChangeDetection(t *testing.T) {
 		}
 	}
 }
+
+// A settled log tells changes as before: untouched lines are unchanged
+// (nothing re-encoded), a field set afterwards is a change, and Bytes and
+// WriteTo give the same bytes.
+func TestLogSettle(t *testing.T) {
+	src := `{"id":"obs_a","type":"workflow","pattern":"p a","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","status":"created","evidence":null,"details":"","quality_ok":true,"x_tool":{"k":[1, 2]}}
+{"id":"obs_b","type":"workflow","pattern":"p b","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","status":"observing","evidence":[],"details":"d","quality_ok":false}
+not json
+{"id":"obs_c","type":"pitfall","pattern":"p c","confidence":0.7,"observations":2,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","status":"ready","evidence":["e"],"details":"","quality_ok":true}`
+	l := ParseLog([]byte(src))
+	for _, id := range []string{"obs_a", "obs_b", "obs_c"} {
+		if l.Find(id) == nil {
+			t.Fatal(id)
+		}
+	}
+	l.Settle()
+	if l.Changed() {
+		t.Fatal("a settled, untouched log changed")
+	}
+	var w bytes.Buffer
+	if _, err := l.WriteTo(&w); err != nil || w.String() != src {
+		t.Fatalf("WriteTo: %v\n%q", err, w.String())
+	}
+	l.Find("obs_b").Confidence = 0.25
+	if !l.Changed() {
+		t.Fatal("a field set after Settle is not a change")
+	}
+	b, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(src, `"confidence":0.5`, `"confidence":0.25`, 1)
+	if string(b) != want {
+		t.Fatalf("Bytes after Settle:\n%s\nwant\n%s", b, want)
+	}
+	w.Reset()
+	l.WriteTo(&w)
+	if w.String() != want {
+		t.Fatalf("WriteTo after the change:\n%s", w.String())
+	}
+}
