@@ -24,7 +24,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -982,9 +981,10 @@ func write(st *State, p manifest.Paths, manifestBefore []manifest.Entry, usageBe
 }
 
 // manifestDue reports whether reconcile writes the manifest: it did not
-// parse, or its entries changed.
+// parse, or its entries changed (manifest.SameEntries: reflect.DeepEqual's
+// answer without reflection, a nil slice unlike an empty one).
 func manifestDue(st *State, manifestBefore []manifest.Entry) bool {
-	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
+	changed := !manifest.SameEntries(manifestBefore, st.Manifest.Entries)
 	return st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0)
 }
 
