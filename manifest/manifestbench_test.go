@@ -96,26 +96,31 @@ func BenchmarkManifest(b *testing.B) {
 			b.Fatal(err)
 		}
 		k := fmt.Sprintf("%dk", n/1000)
-		b.Run("decode/new/"+k, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			defer cpuPerOp(b)()
-			for b.Loop() {
-				if m, err := decodeManifest(data); err != nil || len(m.Entries) != n || m.memo == nil {
+		for _, variant := range []string{"new", "old"} {
+			decode := decodeManifest
+			if variant == "old" {
+				decode = decodeJSON
+			}
+			b.Run("decode/"+variant+"/"+k, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				defer cpuPerOp(b)()
+				for b.Loop() {
+					if m, err := decode(data); err != nil || len(m.Entries) != n {
+						b.Fatal(err)
+					}
+				}
+				// live-MiB: the heap a decoded manifest holds, then the
+				// same manifest once encoded (the memo's new bytes).
+				base := liveMiB(nil)
+				m, _ := decode(data)
+				b.ReportMetric(liveMiB(m)-base, "live-MiB")
+				if _, err := m.Encode(); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
-		b.Run("decode/old/"+k, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			defer cpuPerOp(b)()
-			for b.Loop() {
-				if m, err := decodeJSON(data); err != nil || len(m.Entries) != n {
-					b.Fatal(err)
-				}
-			}
-		})
+				b.ReportMetric(liveMiB(m)-base, "live-encoded-MiB")
+			})
+		}
 		b.Run("encode-cold/new/"+k, func(b *testing.B) {
 			m, _ := decodeJSON(data)
 			b.SetBytes(int64(len(data)))
