@@ -272,10 +272,12 @@ func (d *decoder) entries(i int, m *Manifest) int {
 			return -1
 		}
 		es = append(es, Entry{})
-		end, plain := d.plainEntry(i, &es[len(es)-1])
-		if end < 0 {
-			es[len(es)-1] = Entry{}
-			if end = d.entry(i, &es[len(es)-1]); end < 0 {
+		e := &es[len(es)-1]
+		end := d.plainEntry(i, e)
+		plain := end >= 0
+		if !plain {
+			*e = Entry{}
+			if end = d.entry(i, e); end < 0 {
 				return -1
 			}
 		}
@@ -299,32 +301,32 @@ func (d *decoder) entries(i int, m *Manifest) int {
 // plainEntry decodes the entry at b[i] when it is written exactly in the
 // plain layout, strings sliced from the text; it returns the index after
 // it, or -1 (e then holds garbage).
-func (d *decoder) plainEntry(i int, e *Entry) (int, bool) {
+func (d *decoder) plainEntry(i int, e *Entry) int {
 	j := i
 	if j = d.plainField(j, entryOpen, &e.ObservationID); j < 0 {
-		return -1, false
+		return -1
 	}
 	if j = d.plainField(j, entrySep1, &e.Type); j < 0 {
-		return -1, false
+		return -1
 	}
 	if j = d.plainField(j, entrySep2, &e.Path); j < 0 {
-		return -1, false
+		return -1
 	}
 	if j = d.plainField(j, entrySep3, &e.ContentHash); j < 0 {
-		return -1, false
+		return -1
 	}
 	if j = d.plainField(j, entrySep4, &e.RenderedAt); j < 0 {
-		return -1, false
+		return -1
 	}
 	if strings.HasPrefix(d.text[j:], entrySepA) {
 		if j = d.plainField(j, entrySepA, &e.AnchorID); j < 0 || e.AnchorID == "" {
-			return -1, false // an empty anchor is omitted when written
+			return -1 // an empty anchor is omitted when written
 		}
 	}
 	if !strings.HasPrefix(d.text[j:], entryClose) {
-		return -1, false
+		return -1
 	}
-	return j + len(entryClose), true
+	return j + len(entryClose)
 }
 
 // plainField reads pre then a run of plain bytes into *s; it returns the
