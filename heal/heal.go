@@ -24,7 +24,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -1086,9 +1085,10 @@ func write(st *State, p manifest.Paths, manifestBytes []byte, usageBefore int, r
 }
 
 // manifestDue reports whether reconcile writes the manifest: it did not
-// parse, or its entries changed.
+// parse, or its entries changed (manifest.SameEntries: reflect.DeepEqual's
+// answer without reflection, a nil slice unlike an empty one).
 func manifestDue(st *State, manifestBefore []manifest.Entry) bool {
-	changed := !reflect.DeepEqual(manifestBefore, st.Manifest.Entries)
+	changed := !manifest.SameEntries(manifestBefore, st.Manifest.Entries)
 	return st.ManifestErr != nil || changed && (st.ManifestExists || len(st.Manifest.Entries) > 0)
 }
 

@@ -11,6 +11,12 @@
 // indexes each line by id, type, status and artifact path, a line is
 // decoded only when asked for, and a changed one is re-encoded by patching
 // its fields in their original order (log.go, logscan.go).
+//
+// The manifest is decoded without reflection and encoded to the bytes
+// json.MarshalIndent writes, reusing the bytes of every entry that did not
+// change since it was read or last encoded; anything the fast codec does
+// not vouch for goes through encoding/json, kept as its reference
+// (manifestcodec.go).
 package manifest
 
 import "path/filepath"

@@ -486,7 +486,11 @@ const hexDigits = "0123456789abcdef"
 // it (HTML-safe escapes, invalid UTF-8 as \ufffd, U+2028 and U+2029
 // escaped).
 func appendString[S ~string | ~[]byte](b []byte, s S) []byte {
-	b = append(b, '"')
+	return append(appendStringBody(append(b, '"'), s), '"')
+}
+
+// appendStringBody appends what appendString writes between the quotes.
+func appendStringBody[S ~string | ~[]byte](b []byte, s S) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
@@ -539,8 +543,7 @@ func appendString[S ~string | ~[]byte](b []byte, s S) []byte {
 		}
 		i += n
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // appendFloat appends f as encoding/json writes a float64 (f is finite).

@@ -127,6 +127,7 @@ type Manifest struct {
 	Entries       []Entry `json:"entries"`
 
 	extra map[string]json.RawMessage
+	memo  *memo // the last encoding's bytes per entry (manifestcodec.go)
 }
 
 // UnmarshalJSON keeps unknown top-level fields.
@@ -170,18 +171,55 @@ func ReadManifest(path string) (m *Manifest, exists bool, err error) {
 	if err != nil {
 		return &Manifest{SchemaVersion: 1}, false, fmt.Errorf("read %s: %w", path, err)
 	}
-	m = &Manifest{}
-	if err := json.Unmarshal(data, m); err != nil {
+	m, err = decodeManifest(data)
+	if err != nil {
 		return &Manifest{SchemaVersion: 1}, true, fmt.Errorf("%s: %w: %v", path, ErrCorruptManifest, err)
-	}
-	if m.SchemaVersion == 0 {
-		m.SchemaVersion = 1
 	}
 	return m, true, nil
 }
 
-// Encode renders the manifest as indented JSON with a trailing newline.
+// decodeManifest decodes a manifest file's bytes: the fast decoder, or
+// encoding/json for whatever it does not vouch for (the same result
+// either way). A schemaVersion of 0 or none reads as 1.
+func decodeManifest(data []byte) (*Manifest, error) {
+	m, ok := decodeFast(data)
+	if !ok {
+		var err error
+		if m, err = decodeJSON(data); err != nil {
+			return nil, err
+		}
+	}
+	if m.SchemaVersion == 0 {
+		m.SchemaVersion = 1
+	}
+	return m, nil
+}
+
+// decodeJSON is the reference decoder: encoding/json through the
+// UnmarshalJSON methods. The fast decoder must agree with it.
+func decodeJSON(data []byte) (*Manifest, error) {
+	m := &Manifest{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Encode renders the manifest as indented JSON with a trailing newline:
+// the bytes of json.MarshalIndent(m, "", "  "), written by the fast
+// encoder, which reuses the bytes of every entry unchanged since the last
+// Encode (or since ReadManifest). Encode records that encoding in m: calls
+// on one Manifest must not run concurrently.
 func (m *Manifest) Encode() ([]byte, error) {
+	if b, ok := m.encodeFast(); ok {
+		return b, nil
+	}
+	return m.encodeJSON()
+}
+
+// encodeJSON is the reference encoder (and the path for what the fast one
+// gives up on, so that errors are encoding/json's).
+func (m *Manifest) encodeJSON() ([]byte, error) {
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return nil, err
