@@ -160,7 +160,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		Cache: e.cache, Touched: p.Touched,
 	}
 	if p.Deferred {
-		opts.Warm, opts.DeferCache = &e.warm, true
+		opts.Warm, opts.DeferCache, opts.Lean = &e.warm, true, !p.Session
 		opts.Staleness = nil
 		e.settle.stale = true
 	} else {

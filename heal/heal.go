@@ -96,6 +96,11 @@ type Options struct {
 	// DeferCache ends the pass without writing the stat cache
 	// (statcache.Cache.EndPass); the caller flushes it later.
 	DeferCache bool
+	// Lean leaves out what only a pass that may be replayed or records
+	// kept artifacts needs: Result.Inputs is not listed and unchanged
+	// artifacts give no kept events (they are still counted and listed in
+	// Result.Kept). The watcher's passes are lean.
+	Lean bool
 }
 
 // Result counts what a reconcile found and did.
@@ -211,6 +216,9 @@ type State struct {
 	GitAsked bool
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
+	// NoKeptEvents leaves the kept events out of Plan's result
+	// (Options.Lean).
+	NoKeptEvents bool
 	// Verified holds the artifact files (relative paths) the stat cache
 	// proved unchanged: their content was not read (Files holds an empty
 	// placeholder) and every manifest entry naming them is a live,
@@ -395,8 +403,10 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 	}
 	// Two manifest paths may name one file (a relative and an absolute
 	// spelling): every entry of a vouched-for file must be a live,
-	// anchor-less entry its cached content matches, else it is read.
-	for _, e := range st.Manifest.Entries {
+	// anchor-less entry its cached content matches, else it is read. (A
+	// warm state's other files were checked by the pass that vouched for
+	// them, and a pass changes no entry of a file it did not read.)
+	for _, e := range scope {
 		rel, ok := st.Rel[e.Path]
 		if !ok || !st.Verified[rel] {
 			continue
@@ -551,6 +561,15 @@ func (st *State) askGit() {
 	var missing, back []item
 	live := liveAnchors(st)
 	for _, e := range st.Manifest.Entries {
+		if e.Deleted == nil && e.AnchorID == "" {
+			// The common case first: a live whole-file artifact that is
+			// there is nothing to ask git about.
+			if rel, ok := st.Rel[e.Path]; ok {
+				if _, ok := st.Files[rel]; ok {
+					continue
+				}
+			}
+		}
 		if _, refused := st.Refused[e.Path]; refused {
 			continue
 		}
@@ -614,7 +633,8 @@ func Plan(st *State, now time.Time) Result {
 	}
 	reanchor(st, sections, &res)
 	live := liveAnchors(st)
-	kept := st.Manifest.Entries[:0:0]
+	kept := make([]manifest.Entry, 0, len(st.Manifest.Entries))
+	res.Kept = make([]string, 0, len(st.Manifest.Entries))
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
 	for _, e := range st.Manifest.Entries {
 		o := st.Log.Find(e.ObservationID)
@@ -722,7 +742,9 @@ func Plan(st *State, now time.Time) Result {
 		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
 			res.Unchanged++
 			res.Kept = append(res.Kept, o.ID)
-			res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
+			if !st.NoKeptEvents {
+				res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
+			}
 			kept = append(kept, e)
 			continue
 		}
@@ -979,10 +1001,13 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	// manifest entries are plain values.
 	usageBefore := len(st.Usage.Entries)
 	manifestBefore := append([]manifest.Entry(nil), st.Manifest.Entries...)
-	st.Confirm = opts.Confirm
+	st.Confirm, st.NoKeptEvents = opts.Confirm, opts.Lean
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
-	res.Inputs, res.GitAsked = st.inputs(p), st.GitAsked
+	if !opts.Lean {
+		res.Inputs = st.inputs(p)
+	}
+	res.GitAsked = st.GitAsked
 	if opts.Staleness != nil {
 		markStale(ctx, root, p, opts, st.Log, &res)
 	}

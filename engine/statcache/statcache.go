@@ -202,9 +202,13 @@ func (c *Cache) Untouched(rel string) (Entry, bool) {
 // last pass found of the other files (the watcher's warm state) looks at
 // those only.
 func (c *Cache) CarryOver(skip map[string]bool) {
-	c.next = maps.Clone(c.old)
+	// The last pass's map itself: no copy per pass. It is written once
+	// the pass ends, so Dirty cannot compare the two: a pass with files
+	// to look at counts as a change.
+	c.next = c.old
 	for rel := range skip {
 		delete(c.next, rel)
+		c.rewrite = true
 	}
 }
 
