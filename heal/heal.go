@@ -226,6 +226,35 @@ type State struct {
 	Verified map[string]bool
 	// vouched are the stat cache entries behind Verified.
 	vouched map[string]statcache.Entry
+	// lost are the created observations with an artifact path that no
+	// manifest entry names, as loading found them (lostKnown).
+	lost      []*manifest.Observation
+	lostKnown bool
+}
+
+// registered lists the observations the manifest has an entry for.
+func (st *State) registered() map[string]bool {
+	out := make(map[string]bool, len(st.Manifest.Entries))
+	for _, e := range st.Manifest.Entries {
+		out[e.ObservationID] = true
+	}
+	return out
+}
+
+// lostSince are the lost observations of a warm state's pass that still
+// are: created, with an artifact path, and no manifest entry.
+func (st *State) lostSince(w *Warm) []*manifest.Observation {
+	if len(w.st.lost) == 0 {
+		return nil
+	}
+	registered := st.registered()
+	var out []*manifest.Observation
+	for _, o := range w.st.lost {
+		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // rescope forgets what st (lent by a warm state) holds for the touched
@@ -238,9 +267,11 @@ func rescope(st *State, touched map[string]bool) []manifest.Entry {
 			redo[e.Path] = true
 		}
 	}
-	for path, rel := range st.Rel {
-		if touched[rel] {
-			delete(st.Rel, path) // a path of a lost observation, read again
+	for _, o := range st.lost {
+		// A lost observation's path is resolved apart from the manifest's.
+		p, _, _ := strings.Cut(o.ArtifactPath, "#")
+		if rel, ok := st.Rel[p]; ok && touched[rel] {
+			delete(st.Rel, p)
 		}
 	}
 	for rel := range touched {
@@ -394,10 +425,6 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 			}
 		}
 	}
-	registered := make(map[string]bool, len(st.Manifest.Entries))
-	for _, e := range st.Manifest.Entries {
-		registered[e.ObservationID] = true
-	}
 	for _, e := range scope {
 		read(e.Path, cache != nil && trust[e.Path])
 	}
@@ -422,19 +449,26 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 	// by a tool that dropped them): their artifacts are read so that Plan
 	// can register them again.
 	// Only those lines are decoded (the scan knows id, status and path).
-	lost := st.Log.Select(func(e manifest.LogEntry) bool {
-		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
-	})
+	// Taking a warm state, only the last pass's lost ones can be: no
+	// other line changed since, and a pass makes none created.
+	var lost []*manifest.Observation
+	if warm {
+		lost = st.lostSince(w)
+	} else {
+		registered := st.registered()
+		lost = st.Log.Select(func(e manifest.LogEntry) bool {
+			return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+		})
+	}
+	st.lost, st.lostKnown = lost, true
 	for _, o := range lost {
-		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
-			p, _, _ := strings.Cut(o.ArtifactPath, "#")
-			if rel, ok := st.Rel[p]; ok && st.Verified[rel] {
-				// Rebuild hashes this file: its content is needed.
-				delete(st.Verified, rel)
-				delete(st.Files, rel)
-			}
-			read(p, false)
+		p, _, _ := strings.Cut(o.ArtifactPath, "#")
+		if rel, ok := st.Rel[p]; ok && st.Verified[rel] {
+			// Rebuild hashes this file: its content is needed.
+			delete(st.Verified, rel)
+			delete(st.Files, rel)
 		}
+		read(p, false)
 	}
 	if !warm {
 		st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
@@ -813,13 +847,17 @@ func restore(o *manifest.Observation, d *manifest.Deletion) {
 // the artifact's current hash. Nothing is penalised here: without an entry
 // there is no record of what was rendered.
 func rebuild(st *State, sections map[string][]markdown.Section, claimed map[string]bool, now time.Time, res *Result) {
-	registered := map[string]bool{}
-	for _, e := range st.Manifest.Entries {
-		registered[e.ObservationID] = true
+	lost := st.lost
+	if !st.lostKnown {
+		registered := st.registered()
+		lost = st.Log.Select(func(e manifest.LogEntry) bool {
+			return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
+		})
 	}
-	lost := st.Log.Select(func(e manifest.LogEntry) bool {
-		return e.Status == manifest.Created && e.ArtifactPath != "" && !registered[e.ID]
-	})
+	if len(lost) == 0 {
+		return
+	}
+	registered := st.registered()
 	for _, o := range lost {
 		if o.Status != manifest.Created || o.ArtifactPath == "" || registered[o.ID] {
 			continue
