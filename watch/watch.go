@@ -446,12 +446,7 @@ func (w *watcher) fire(ctx context.Context) {
 	// The manifest's paths may have changed: watch the new set.
 	w.rearm(true, false)
 	w.writeState()
-	// A reconcile of thousands of artifacts allocates tens of MB that the
-	// idle daemon does not need: give them back now rather than keeping the
-	// peak resident for days.
-	if took > 50*time.Millisecond {
-		debug.FreeOSMemory()
-	}
+
 }
 
 // underChanged reports whether f is below a directory of the burst that
@@ -507,7 +502,11 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 	}
 	if later && again {
 		w.settleT.Reset(4 * settleDelay)
+		return
 	}
+	// Settled and idle: give the pass's garbage back to the OS rather than
+	// keeping the peak resident (the kept state itself stays).
+	debug.FreeOSMemory()
 }
 
 // confirmed lists the missing artifacts whose grace window is over at now:
