@@ -18,12 +18,14 @@ import (
 
 // Warm is what a pass leaves for the next pass of the same process (the
 // watcher's engine): the log, manifest, usage and knowledge files parsed
-// as the pass wrote or read them, the relative path of every artifact,
-// and the stat of each of those files taken under the lock once the pass
-// had written. A later pass with Options.Touched takes them instead of
-// reading and parsing the files again, when every file still has its
-// stat (Warm.usable); a file with another stat is another file, and the
-// pass reads everything as usual.
+// as the pass wrote or read them, what it found of every artifact (its
+// relative path; read, verified by the stat cache, missing, unreadable or
+// refused) and of the lost observations, and the stat of each of those
+// files taken under the lock once the pass had written. A later pass with
+// Options.Touched takes them instead of reading and parsing the files
+// again, and looks at the touched artifacts only, when every file still
+// has its stat (Warm.usable); a file with another stat is another file,
+// and the pass reads everything as usual.
 //
 // A stat proves nothing about a file written within the same clock tick
 // it was taken in (git's racily clean entries): until Prove compared the
@@ -35,7 +37,7 @@ import (
 // for nothing.
 type Warm struct {
 	valid  bool
-	st     State // Log, Manifest, ManifestExists, Usage, Knowledge, Sections
+	st     State // the parsed files and the per-artifact maps of the pass
 	files  []warmFile
 	at     int64 // ns, when the stats were taken
 	proved bool
@@ -74,10 +76,6 @@ func (w *Warm) Log() *manifest.Log {
 	}
 	return w.st.Log
 }
-
-// Proved reports whether w's files were compared with their contents
-// after the racy window (no more to prove).
-func (w *Warm) Proved() bool { return w != nil && w.valid && w.proved }
 
 // warmPaths are the files a warm state stands for.
 func warmPaths(p manifest.Paths) []string {

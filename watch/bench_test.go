@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/engine"
+	"github.com/learnwatch/learnwatch/journal"
+	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // BenchmarkDeletionLatency measures event-to-penalty latency — from the
@@ -100,6 +102,40 @@ func BenchmarkDeletionLatency(b *testing.B) {
 	b.ReportMetric(float64(procStatus("VmHWM:"))/1024, "peak-RSS-MB")
 	b.ReportMetric(float64(procStatus("VmRSS:"))/1024, "idle-RSS-MB")
 	b.ReportMetric(float64(r.w.state.Watches), "watches")
+	b.ReportMetric(writeFloor(b, root), "write-floor-ms")
+}
+
+// writeFloor is the least a pass that records a penalty can cost on this
+// disk, measured next to the benchmark: the log and the manifest of the
+// fixture, as large as the pass writes them, each replaced atomically
+// (temp file, fsync, rename, directory fsync: manifest.WriteFile) and the
+// manifest's SHA-256 taken (the feedback record names it). Median of 11,
+// in ms.
+func writeFloor(b *testing.B, root string) float64 {
+	p := manifest.PathsFor(root)
+	logB, err := os.ReadFile(p.Log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	manB, err := os.ReadFile(p.Manifest)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "floor")
+	var ds []time.Duration
+	for range 11 {
+		t0 := time.Now()
+		_ = journal.ManifestSum(manB)
+		if err := manifest.WriteFile(filepath.Join(dir, "log"), logB, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := manifest.WriteFile(filepath.Join(dir, "manifest"), manB, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
 }
 
 // procStatus returns a field of /proc/self/status in KiB (VmHWM: the peak

@@ -363,9 +363,11 @@ func (w *watcher) fire(ctx context.Context) {
 	}
 	// A directory that appeared, disappeared or moved: every watched file
 	// below it may have changed (and is resolved again).
-	for f := range w.targets.files {
-		if w.underChanged(f) {
-			touched[w.rel(f)] = true
+	if len(w.changed) > 0 {
+		for f := range w.targets.files {
+			if w.underChanged(f) {
+				touched[w.rel(f)] = true
+			}
 		}
 	}
 	if w.full || thorough || w.opts.Poll > 0 {
@@ -446,7 +448,6 @@ func (w *watcher) fire(ctx context.Context) {
 	// The manifest's paths may have changed: watch the new set.
 	w.rearm(true, false)
 	w.writeState()
-
 }
 
 // underChanged reports whether f is below a directory of the burst that
