@@ -255,7 +255,9 @@ func holdFor(p learn.Policy) func(*manifest.Observation) bool {
 // the staleness pass (marks written like a pass's), the stat cache write,
 // and the proof of the parsed state the next pass takes (heal.Warm.Prove).
 // It reports whether it should be called again later (the state is too
-// recent to prove, or the lock was busy). Its warnings are a pass's.
+// recent to prove, the lock was busy, or ctx was cancelled: the watcher
+// cancels it when an event arrives, and the staleness pass stops where it
+// is without marking). Its warnings are a pass's.
 func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again bool, err error) {
 	p := manifest.PathsFor(e.root)
 	if e.settle.stale && !e.ProveWarm() {
@@ -267,6 +269,11 @@ func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again b
 			Now: now, LockTimeout: e.cfg.Lock.Timeout.Duration,
 			Staleness: &e.cfg.Staleness, Warm: &e.warm,
 		})
+		if ctx.Err() != nil {
+			// Called off (an event came): the scan stopped before it
+			// marked anything; the next Settle runs it again.
+			return Report{}, true, nil
+		}
 		rep.Result = res
 		if res.StaleCacheErr != nil {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("staleness cache not written (rebuilt by the next pass): %v", res.StaleCacheErr))
@@ -279,6 +286,9 @@ func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again b
 		if res.Inbox.Feedback > 0 {
 			rep.Warnings = append(rep.Warnings, e.refreshPolicy(ctx, now)...)
 		}
+	}
+	if ctx.Err() != nil {
+		return rep, true, nil
 	}
 	if e.cache.Unsaved() {
 		lock, err := manifest.AcquireLock(ctx, p.LearningLock, e.cfg.Lock.Timeout.Duration)

@@ -625,3 +625,46 @@ func TestDeferredSeesAnotherToolsWrites(t *testing.T) {
 		}
 	}
 }
+
+// A Settle called off (an event came) leaves the staleness pass for the
+// next one, which writes exactly what a full pass writes.
+func TestSettleCalledOff(t *testing.T) {
+	tw := newTwin(t, "")
+	tw.kept = New(tw.a, tw.cfg, nil)
+	tw.touched = map[string]bool{}
+	// A reference that goes stale in both: a full pass marks it.
+	tw.do(func(root string) {
+		f, err := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(readyObs("obs_ref", manifest.Pitfall, "Pitfall about the loader", "See src/loader.go."))
+		f.Close()
+	})
+	rel := tw.artifacts()[0]
+	tw.do(func(root string) { os.Remove(filepath.Join(root, rel)) })
+	now := testNow.Add(time.Hour)
+	ra, err := tw.kept.Reconcile(context.Background(), Pass{Now: now, Deferred: true, Touched: map[string]bool{rel: true}})
+	if err != nil || ra.Deletions != 1 {
+		t.Fatalf("%+v %v", ra.Result, err)
+	}
+	called, off := context.WithCancel(context.Background())
+	off()
+	if _, again, err := tw.kept.Settle(called, now); err != nil || !again {
+		t.Fatalf("a Settle called off: again=%v err=%v", again, err)
+	}
+	if !tw.kept.settle.stale {
+		t.Fatal("the staleness pass was dropped by a Settle called off")
+	}
+	rs := tw.settle(tw.kept, now)
+	rb, err := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Stale != rb.Stale || rs.Stale == 0 {
+		t.Fatalf("stale: settled %d, full pass %d", rs.Stale, rb.Stale)
+	}
+	if fa, fb := tw.files(tw.a), tw.files(tw.b); fa != fb {
+		t.Fatalf("files differ\nsettled:\n%s\nfull pass:\n%s", fa, fb)
+	}
+}

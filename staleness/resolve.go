@@ -303,6 +303,9 @@ func (c *Checker) listWorktree() []string {
 		if err != nil {
 			return nil
 		}
+		if c.ctx != nil && c.ctx.Err() != nil {
+			return filepath.SkipAll // the scan stops at its next check
+		}
 		if d.IsDir() {
 			if d.Name() == ".git" || d.Name() == "node_modules" || p == cache {
 				return filepath.SkipDir

@@ -1,9 +1,7 @@
 package watch
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/learnwatch/learnwatch/inbox"
 	"os"
 	"path/filepath"
@@ -14,7 +12,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // targets is what the watcher cares about: the directories to watch and the
@@ -100,24 +97,13 @@ func (w *watcher) computeTargets() targets {
 	return t
 }
 
-// manifestPaths returns the path of every manifest entry. It decodes only
-// that field: the watcher needs nothing else, and the manifest of 10,000
-// artifacts is re-read after every reconcile that changed it.
+// manifestPaths returns the path of every manifest entry (the manifest of
+// 10,000 artifacts is re-read after every reconcile that changed it: the
+// manifest codec's byte scan, not encoding/json).
 func manifestPaths(path string) ([]string, error) {
-	data, err := safefs.ReadFile(path, safefs.MaxState)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	m, _, err := manifest.ReadManifest(path)
 	if err != nil {
 		return nil, err
-	}
-	var m struct {
-		Entries []struct {
-			Path string `json:"path"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]string, 0, len(m.Entries))
 	for _, e := range m.Entries {

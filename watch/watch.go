@@ -160,7 +160,7 @@ func newWatcher(root string, opts Options) *watcher {
 		inject: make(chan error, 16),
 		armed:  map[string]fileID{},
 		own:    map[string]fingerprint{},
-		newFS:  fsnotify.NewWatcher,
+		newFS:  newFS,
 	}
 	w.add = func(p string) error { return w.fsw.Add(p) }
 	w.reconcile = w.pass
@@ -487,7 +487,13 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 		}
 		return
 	}
-	rep, later, err := w.eng.Settle(context.WithoutCancel(ctx), time.Now())
+	// An event that arrives meanwhile calls Settle off: its pass comes
+	// first (Settle runs again after it).
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := w.cancelOnEvent(cancel)
+	rep, later, err := w.eng.Settle(sctx, time.Now())
+	stop()
+	cancel()
 	w.recordOwn(rep.Wrote)
 	for _, warn := range rep.Warnings {
 		w.log.Warn("reconcile warning", "warning", warn)
@@ -508,6 +514,36 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 	// Settled and idle: give the pass's garbage back to the OS rather than
 	// keeping the peak resident (the kept state itself stays).
 	debug.FreeOSMemory()
+}
+
+// newFS opens the inotify watcher with a small buffer of events: a waiting
+// event can then be seen (len) while the loop is busy in Settle.
+func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64) }
+
+// cancelOnEvent calls cancel once an fsnotify event or error waits to be
+// read (the loop is busy in Settle), and returns a function that stops
+// looking.
+func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func()) {
+	if w.fsw == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if len(w.fsw.Events) > 0 || len(w.fsw.Errors) > 0 || len(w.inject) > 0 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // confirmed lists the missing artifacts whose grace window is over at now:

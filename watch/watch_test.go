@@ -737,3 +737,29 @@ func TestStalePIDNotBelieved(t *testing.T) {
 		t.Fatal("a held pid file reads as not running")
 	}
 }
+
+// The idle work after a pass gives way to an event: cancelOnEvent calls
+// its cancel once an event waits in the (buffered) channel, and not
+// before.
+func TestSettleGivesWayToAnEvent(t *testing.T) {
+	fsw, err := newFS()
+	if err != nil {
+		t.Skip("no inotify:", err)
+	}
+	defer fsw.Close()
+	w := &watcher{fsw: fsw, inject: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := w.cancelOnEvent(cancel)
+	defer stop()
+	time.Sleep(30 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("cancelled without an event")
+	}
+	fsw.Events <- fsnotify.Event{Name: "x", Op: fsnotify.Write}
+	select {
+	case <-ctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("an event waiting did not cancel the idle work")
+	}
+}
