@@ -248,21 +248,35 @@ func (c *Cache) Save(root string) error {
 	if !c.Dirty() && c.unsavedSince == 0 {
 		return nil
 	}
-	if c.unsavedSince != 0 {
-		// Entries a deferred pass recorded are written now: the same cut
-		// as Flush.
-		cut := c.unsavedSince - int64(FlushRacy)
-		c.unsavedSince = 0
-		for rel, e := range c.next {
-			if e.Mtime >= cut {
-				delete(c.next, rel)
-			}
+	// Entries a deferred pass recorded are written now: the same cut as
+	// Flush.
+	c.dropUnsavedRecent(c.next)
+	return c.write(root, c.next)
+}
+
+// dropUnsavedRecent removes from entries those of files modified since
+// shortly before the first pass EndPass did not save (none when every
+// pass was saved), and marks the unsaved passes written.
+func (c *Cache) dropUnsavedRecent(entries map[string]Entry) {
+	if c.unsavedSince == 0 {
+		return
+	}
+	cut := c.unsavedSince - int64(FlushRacy)
+	c.unsavedSince = 0
+	for rel, e := range entries {
+		if e.Mtime >= cut {
+			delete(entries, rel)
 		}
 	}
+}
+
+// write replaces root's cache file with entries, atomically, and takes
+// the file's new mtime as the racy bound.
+func (c *Cache) write(root string, entries map[string]Entry) error {
 	if _, err := cachedir.Ensure(root); err != nil {
 		return err
 	}
-	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: c.next})
+	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: entries})
 	if err != nil {
 		return err
 	}
@@ -306,28 +320,8 @@ func (c *Cache) Flush(root string) error {
 	if c.unsavedSince == 0 || c.inPass {
 		return nil
 	}
-	cut := c.unsavedSince - int64(FlushRacy)
-	c.unsavedSince = 0
-	for rel, e := range c.old {
-		if e.Mtime >= cut {
-			delete(c.old, rel)
-		}
-	}
-	if _, err := cachedir.Ensure(root); err != nil {
-		return err
-	}
-	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: c.old})
-	if err != nil {
-		return err
-	}
-	path := cachedir.Path(root, FileName)
-	if err := manifest.WriteFile(path, b, 0o644); err != nil {
-		return err
-	}
-	if fi, err := safefs.Lstat(path); err == nil {
-		c.cacheMtime = fi.ModTime().UnixNano()
-	}
-	return nil
+	c.dropUnsavedRecent(c.old)
+	return c.write(root, c.old)
 }
 
 // Lstat is os.Lstat returning a Stat of a regular file; ok is false for
