@@ -101,16 +101,20 @@ func readLines(path string, grow func(n int), fn func(line []byte) error) (corru
 	n := 0
 	for len(data) > 0 {
 		n++
-		line := data
+		line, terminated := data, true
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
 			line, data = data[:i], data[i+1:]
 		} else {
-			data = nil
+			data, terminated = nil, false
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if err := fn(line); err != nil {
+		if err := fn(line); err != nil && terminated {
+			// An unterminated last line that does not parse is an append
+			// still being written (a reader may see part of one), or one a
+			// crash cut: the next append ends it with a newline first
+			// (appendLines), and it is counted corrupt then.
 			corrupt = append(corrupt, CorruptLine{File: path, Line: n, Err: err})
 		}
 	}

@@ -258,11 +258,10 @@ func foldIncremental(root string, since map[string]time.Time, useSnap bool) (fol
 
 	if len(bytes.TrimSpace(partial)) > 0 {
 		// The last line has no newline yet: folded as ReadFeedback
-		// does, never kept in the snapshot (a writer may complete it).
-		e, err := parseEvent(partial, in)
-		if err != nil {
-			fd.corrupt++
-		} else {
+		// does (when it does not parse, it is an append in progress,
+		// not counted), never kept in the snapshot (a writer may
+		// complete it).
+		if e, err := parseEvent(partial, in); err == nil {
 			if !fd.folder.Add([]learn.Event{e}) {
 				return folding{}, false
 			}
