@@ -168,6 +168,8 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	}
 	if p.NoStatCache {
 		opts.Cache, opts.Touched = nil, nil
+	} else {
+		opts.Known = start.known()
 	}
 	if e.failed {
 		opts.Touched = nil

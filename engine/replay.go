@@ -339,6 +339,20 @@ type replayStart struct {
 	stats []depStat
 }
 
+// known hands what the replay check stat'ed to the full pass that runs
+// when it could not replay (heal.Options.Known): every input of the last
+// pass, stat'ed a moment ago, is not stat'ed again.
+func (s *replayStart) known() statcache.Known {
+	if s == nil || s.rec == nil || len(s.stats) != len(s.rec.Paths) {
+		return nil
+	}
+	k := make(statcache.Known, len(s.stats))
+	for i, p := range s.rec.Paths {
+		k[p] = statcache.KnownStat{Stat: s.stats[i].Stat, Type: s.stats[i].Type}
+	}
+	return k
+}
+
 // tryReplay answers p from the record when nothing it depends on changed.
 // It returns what it stat'ed for the full pass's confirmation.
 func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart) {

@@ -55,7 +55,7 @@ func (e *Engine) Stale(ctx context.Context, chk *staleness.Checker, explain bool
 				// A disposable cache: the next run computes it again.
 				e.log.Debug("staleness cache not written", "err", err)
 			}
-			out.Marked = staleness.Mark(log, out.Report.Stale)
+			out.Marked = len(staleness.Mark(log, out.Report.Stale))
 			if log.Changed() {
 				if err := manifest.WriteLog(paths.Log, log); err != nil {
 					if !readOnly(err) {

@@ -87,6 +87,12 @@ type Options struct {
 	// stat'ed. The watcher sets it from the events of a burst; nil stats
 	// every artifact.
 	Touched map[string]bool
+	// Known are lstats the caller took moments before the pass, by
+	// absolute path (the engine's replay check stats every input of the
+	// last pass): the pass takes them instead of stat'ing those paths
+	// again, to resolve them and for the stat cache. Only regular files
+	// and directories are taken.
+	Known statcache.Known
 	// Warm, when set, carries the parsed state from one pass to the next
 	// in a long-running caller (the watcher's engine): a Touched pass
 	// takes the log, manifest, usage and knowledge files from it while
@@ -333,18 +339,28 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 // loadWith is LoadWith trusting the cache without a stat for the files
 // outside touched (Options.Touched), when touched is not nil.
 func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
-	return loadWarm(root, cache, touched, nil)
+	return loadWarm(root, cache, touched, nil, nil)
 }
 
 // loadWarm is loadWith taking the log, manifest, usage and knowledge files
 // from w when it still vouches for them (Warm.usable), and the resolved
 // relative path of every untouched artifact from it.
-func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *Warm) (*State, error) {
+//
+// known are lstats taken moments before the pass (Options.Known): a path
+// in it is not stat'ed again, neither to resolve it nor for the stat cache.
+func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *Warm, known statcache.Known) (*State, error) {
 	p := manifest.PathsFor(root)
 	st := &State{Root: root, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
 		Verified: map[string]bool{}}
 	res := manifest.NewResolver(root)
+	for path := range known {
+		if known.Dir(path) {
+			res.Seen(path, true)
+		} else if _, ok := known.Regular(path); ok {
+			res.Seen(path, false)
+		}
+	}
 	vouched := map[string]statcache.Entry{}
 	// scope are the manifest entries whose files this pass looks at: all
 	// of them, or, taking a warm state, those of the touched files and of
@@ -395,7 +411,9 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 			}
 		}
 		if useCache {
-			before, statted = statcache.Lstat(abs)
+			if before, statted = known.Regular(abs); !statted {
+				before, statted = statcache.Lstat(abs)
+			}
 			if ce, ok := cache.Lookup(rel, before); statted && ok && verifiesAll(ce, hashes[p]) {
 				cache.Keep(rel, ce)
 				st.Files[rel], st.Verified[rel] = []byte{}, true
@@ -671,11 +689,14 @@ func Plan(st *State, now time.Time) Result {
 	res.Kept = make([]string, 0, len(st.Manifest.Entries))
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
 	for _, e := range st.Manifest.Entries {
-		o := st.Log.Find(e.ObservationID)
-		if o == nil {
+		// The line only: an entry whose observation does not change (most
+		// of them) is never decoded.
+		ln := st.Log.FindLine(e.ObservationID)
+		if ln == nil {
 			res.Dropped++
 			continue
 		}
+		id, typ := ln.ID(), ln.Type()
 		if err, refused := st.Refused[e.Path]; refused {
 			res.Refused++
 			res.RefusedPaths = append(res.RefusedPaths, e.Path)
@@ -731,18 +752,20 @@ func Plan(st *State, now time.Time) Result {
 				kept = append(kept, e)
 				continue
 			}
-			restore(o, e.Deleted)
+			if o := ln.Observation(); o != nil {
+				restore(o, e.Deleted)
+			}
 			e.Deleted = nil
 			res.Restored++
-			res.RestoredIDs = append(res.RestoredIDs, o.ID)
-			res.Events = append(res.Events, signal(e, o, learn.KindRestored, "reappeared", now))
+			res.RestoredIDs = append(res.RestoredIDs, id)
+			res.Events = append(res.Events, signal(e, id, typ, learn.KindRestored, "reappeared", now))
 			if !manifest.Unchanged(e.ContentHash, current, legacy) {
 				// Back with other content: re-adopted as an edit.
 				e.ContentHash = manifest.Hash(current)
 				e.Path = rel
 				res.Edits++
-				res.Edited = append(res.Edited, o.ID)
-				res.Events = append(res.Events, signal(e, o, learn.KindEdited, "", now))
+				res.Edited = append(res.Edited, id)
+				res.Events = append(res.Events, signal(e, id, typ, learn.KindEdited, "", now))
 			}
 			kept = append(kept, e)
 			continue
@@ -750,7 +773,7 @@ func Plan(st *State, now time.Time) Result {
 		if !found {
 			if st.Absent[key] {
 				res.Absent++
-				res.AbsentIDs = append(res.AbsentIDs, o.ID)
+				res.AbsentIDs = append(res.AbsentIDs, id)
 				kept = append(kept, e)
 				continue
 			}
@@ -759,25 +782,32 @@ func Plan(st *State, now time.Time) Result {
 				kept = append(kept, e)
 				continue
 			}
+			o := ln.Observation()
+			if o == nil {
+				// The scan vouched for a line the decoder refuses (never
+				// seen): leave the entry as it is.
+				kept = append(kept, e)
+				continue
+			}
 			e.Deleted = &manifest.Deletion{At: stamp, Status: o.Status, Confidence: o.Confidence, DeprecatedAt: o.DeprecatedAt, Head: st.Head}
 			if o.Status != manifest.Deprecated {
 				lifecycle.Penalize(o, now)
 			}
 			res.Deletions++
-			res.Deleted = append(res.Deleted, o.ID)
+			res.Deleted = append(res.Deleted, id)
 			reason := "deleted"
 			if _, ok := st.Knowledge[rel]; ok && e.AnchorID != "" {
 				reason = "anchor-lost"
 			}
-			res.Events = append(res.Events, signal(e, o, learn.KindDeleted, reason, now))
+			res.Events = append(res.Events, signal(e, id, typ, learn.KindDeleted, reason, now))
 			kept = append(kept, e)
 			continue
 		}
 		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
 			res.Unchanged++
-			res.Kept = append(res.Kept, o.ID)
+			res.Kept = append(res.Kept, id)
 			if !st.NoKeptEvents {
-				res.Events = append(res.Events, signal(e, o, learn.KindKept, "", now))
+				res.Events = append(res.Events, signal(e, id, typ, learn.KindKept, "", now))
 			}
 			kept = append(kept, e)
 			continue
@@ -785,8 +815,8 @@ func Plan(st *State, now time.Time) Result {
 		e.ContentHash = manifest.Hash(current)
 		e.Path = rel
 		res.Edits++
-		res.Edited = append(res.Edited, o.ID)
-		res.Events = append(res.Events, signal(e, o, learn.KindEdited, "", now))
+		res.Edited = append(res.Edited, id)
+		res.Events = append(res.Events, signal(e, id, typ, learn.KindEdited, "", now))
 		kept = append(kept, e)
 	}
 	st.Manifest.Entries = kept
@@ -800,36 +830,6 @@ func Plan(st *State, now time.Time) Result {
 		}
 	}
 	return res
-}
-
-// marks are an observation's staleness marks.
-type marks struct {
-	o                       *manifest.Observation
-	needsReview, mayBeStale bool
-	reason                  string
-}
-
-func saveMarks(log *manifest.Log) []marks {
-	var out []marks
-	for _, o := range log.Observations() {
-		out = append(out, marks{o, o.NeedsReview, o.MayBeStale, o.StaleReason})
-	}
-	return out
-}
-
-func marksChanged(saved []marks) bool {
-	for _, m := range saved {
-		if m.o.NeedsReview != m.needsReview || m.o.MayBeStale != m.mayBeStale || m.o.StaleReason != m.reason {
-			return true
-		}
-	}
-	return false
-}
-
-func restoreMarks(saved []marks) {
-	for _, m := range saved {
-		m.o.NeedsReview, m.o.MayBeStale, m.o.StaleReason = m.needsReview, m.mayBeStale, m.reason
-	}
 }
 
 // restore reverses a deletion penalty recorded in d — when it is still in
@@ -895,12 +895,12 @@ func rebuild(st *State, sections map[string][]markdown.Section, claimed map[stri
 }
 
 // signal is one feedback event about a manifest entry's artifact.
-func signal(e manifest.Entry, o *manifest.Observation, kind, reason string, now time.Time) learn.Event {
-	target := o.ID
+func signal(e manifest.Entry, id, typ, kind, reason string, now time.Time) learn.Event {
+	target := id
 	if e.AnchorID != "" {
 		target = e.AnchorID
 	}
-	return learn.Event{TS: now, Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: o.Type, Reason: reason}
+	return learn.Event{TS: now, Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: typ, Reason: reason}
 }
 
 // findAnchor returns the section with id; with duplicates, the one whose
@@ -996,11 +996,17 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	} else if err != nil {
 		return Result{}, err
 	}
+	asked := time.Now()
 	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
 	}
 	defer lock.Release()
+	if time.Since(asked) > knownWait {
+		// Another process held the lock: what it wrote is not in the
+		// stats taken before.
+		opts.Known = nil
+	}
 	res, err := reconcileLocked(ctx, root, p, opts)
 	res.Inbox = drained
 	if drained.Drained+drained.Completed > 0 {
@@ -1008,6 +1014,10 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	}
 	return res, err
 }
+
+// knownWait is how long Reconcile may wait for the lock and still take
+// Options.Known: a pass that waited for another holder stats again.
+const knownWait = 100 * time.Millisecond
 
 // reconcileLocked is Reconcile under the learning lock, the inbox drained.
 func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
@@ -1026,7 +1036,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	if cache != nil {
 		warm = opts.Warm
 	}
-	st, err := loadWarm(root, cache, touched, warm)
+	st, err := loadWarm(root, cache, touched, warm, opts.Known)
 	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
 		return Result{}, err
@@ -1218,15 +1228,13 @@ func (r Result) Summary() string {
 // in res; a learning log git tracks keeps its marks unless
 // opts.MarkTracked.
 func markStale(ctx context.Context, root string, p manifest.Paths, opts Options, log *manifest.Log, res *Result) {
-	var saved []marks
-	if !opts.MarkTracked {
-		saved = saveMarks(log)
-	}
-	n, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, log)
+	n, marked, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, log)
 	res.StaleCacheErr, res.StaleInputs = cacheErr, in
 	// git is asked only when the pass changed a mark.
-	if marksChanged(saved) && Tracked(root, p.Log) {
-		restoreMarks(saved)
+	if !opts.MarkTracked && len(marked) > 0 && Tracked(root, p.Log) {
+		for _, m := range marked {
+			m.Obs.NeedsReview, m.Obs.MayBeStale, m.Obs.StaleReason = m.NeedsReview, m.MayBeStale, m.StaleReason
+		}
 	}
 	if err != nil {
 		res.Problems = append(res.Problems, "staleness check: "+err.Error())
@@ -1289,15 +1297,15 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 // stalePass checks the knowledge files and the log's observations against
 // HEAD (the working tree outside git), marks the stale observations in log
 // and returns the number of stale references.
-func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, in staleness.Inputs, cacheErr, err error) {
+func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, marked []staleness.Marked, in staleness.Inputs, cacheErr, err error) {
 	// Under the learning lock: the pass writes the staleness cache (a
 	// cache that cannot be written is only a warning).
 	rep, cacheErr, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
 	if err != nil {
-		return 0, in, nil, err
+		return 0, nil, in, nil, err
 	}
-	staleness.Mark(log, rep.Stale)
-	return len(rep.Stale), rep.Inputs, cacheErr, nil
+	marked = staleness.Mark(log, rep.Stale)
+	return len(rep.Stale), marked, rep.Inputs, cacheErr, nil
 }
 
 // inputs lists the files the pass read or looked up (Result.Inputs).

@@ -60,7 +60,7 @@ func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 		}
 	}
 	res.Status, res.Confidence = o.Status, o.Confidence
-	res.Event = signal(e, o, learn.KindRestored, "restore", now)
+	res.Event = signal(e, o.ID, o.Type, learn.KindRestored, "restore", now)
 	res.Event.Source = "cli"
 	return res, nil
 }

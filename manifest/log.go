@@ -399,6 +399,56 @@ func (ln *Line) Status() string {
 	return ln.idx.status
 }
 
+// MayBeStale returns the line's mayBeStale mark without decoding it.
+func (ln *Line) MayBeStale() bool {
+	if ln.obs != nil {
+		return ln.obs.MayBeStale
+	}
+	return ln.idx.mayBeStale
+}
+
+// RawTexts returns the JSON values of the line's details and evidence as
+// written (nil for an absent member), so that a reader that only hashes
+// the texts need not decode the line: the values decide the texts
+// (DecodeTexts). ok is false when the line does not parse, was not read
+// by the scan (appended, decoded by the full decoder, or rewritten), or
+// its observation's texts changed in memory since.
+func (ln *Line) RawTexts() (details, evidence []byte, ok bool) {
+	if !ln.parsed || ln.obs != nil && !ln.scanned {
+		return nil, nil, false
+	}
+	body := bytes.TrimSpace(ln.Raw)
+	details, evidence = ln.idx.details.of(body), ln.idx.evidence.of(body)
+	if ln.obs != nil {
+		d, e, err := DecodeTexts(details, evidence)
+		if err != nil || d != ln.obs.Details || len(e) != len(ln.obs.Evidence) {
+			return nil, nil, false
+		}
+		for i := range e {
+			if e[i] != ln.obs.Evidence[i] {
+				return nil, nil, false
+			}
+		}
+	}
+	return details, evidence, true
+}
+
+// DecodeTexts decodes the values RawTexts returns into the details and
+// evidence decoding the line gives.
+func DecodeTexts(details, evidence []byte) (string, []string, error) {
+	var d string
+	if len(details) > 0 && details[0] == '"' {
+		d = jsonString(details)
+	}
+	var e []string
+	if evidence != nil {
+		if err := json.Unmarshal(evidence, &e); err != nil {
+			return "", nil, err
+		}
+	}
+	return d, e, nil
+}
+
 // ArtifactPath returns the line's artifact path without decoding it.
 func (ln *Line) ArtifactPath() string {
 	if ln.obs != nil {
@@ -602,6 +652,11 @@ func (l *Log) Find(id string) *Observation {
 	}
 	return nil
 }
+
+// FindLine returns the first valid line with id, or nil, without decoding
+// it: a pass that needs the observation's id and type only (ID, Type) or
+// decides later whether to change it (Observation) decodes nothing else.
+func (l *Log) FindLine(id string) *Line { return l.findLine(id) }
 
 func (l *Log) findLine(id string) *Line {
 	if l.byID == nil || l.indexed != len(l.Lines) {

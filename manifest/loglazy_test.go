@@ -220,6 +220,28 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 			t.Fatalf("line %d %q: index fields %q %q %q %q before decoding, decoded %q %q %q %q", i, ln.Raw,
 				ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ol.Obs.ID, ol.Obs.Type, ol.Obs.Status, ol.Obs.ArtifactPath)
 		}
+		if ol.Obs != nil && ln.MayBeStale() != ol.Obs.MayBeStale {
+			t.Fatalf("line %d %q: mayBeStale %v before decoding, decoded %v", i, ln.Raw, ln.MayBeStale(), ol.Obs.MayBeStale)
+		}
+		// The raw texts decide the decoded ones.
+		if d, e, ok := ln.RawTexts(); ok {
+			if ol.Obs == nil {
+				t.Fatalf("line %d %q: raw texts of a line that does not decode", i, ln.Raw)
+			}
+			var details string
+			var evidence []string
+			if d != nil && json.Unmarshal(d, &details) != nil || e != nil && json.Unmarshal(e, &evidence) != nil {
+				t.Fatalf("line %d %q: raw texts %q %q do not decode", i, ln.Raw, d, e)
+			}
+			if dd, de, err := DecodeTexts(d, e); err != nil || dd != details || !reflect.DeepEqual(de, evidence) {
+				t.Fatalf("line %d %q: DecodeTexts = %q %#v %v, encoding/json %q %#v", i, ln.Raw, dd, de, err, details, evidence)
+			}
+			if details != ol.Obs.Details || !reflect.DeepEqual(evidence, ol.Obs.Evidence) {
+				t.Fatalf("line %d %q: raw texts decode to %q %#v, the observation has %q %#v", i, ln.Raw, details, evidence, ol.Obs.Details, ol.Obs.Evidence)
+			}
+		} else if ln.Parsed() && !ln.Decoded() {
+			t.Fatalf("line %d %q: no raw texts for a scanned line", i, ln.Raw)
+		}
 	}
 	for _, id := range []string{"obs_a", "obs_b", "obs_c", "obs_x y"} {
 		a, b := lz.Find(id), old.Find(id)
@@ -257,6 +279,19 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 			change(r, o)
 		}
 		*old.Lines[i].Obs = oldObservation(*o)
+	}
+	// Raw texts are offered for a changed line only while its texts are
+	// still the ones its bytes hold.
+	for i, ln := range lz.Lines {
+		d, e, ok := ln.RawTexts()
+		if !ok {
+			continue
+		}
+		dd, de, err := DecodeTexts(d, e)
+		o := ln.Observation()
+		if err != nil || o == nil || dd != o.Details || len(de) != len(o.Evidence) || len(de) > 0 && !reflect.DeepEqual(de, o.Evidence) {
+			t.Fatalf("line %d %q: raw texts %q %q after changes, the observation has %q %#v", i, ln.Raw, d, e, o.Details, o.Evidence)
+		}
 	}
 	if r.Intn(2) == 0 {
 		n := &Observation{ID: "obs_new", Type: Decision, Pattern: "n", Evidence: []string{}}

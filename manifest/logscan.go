@@ -19,9 +19,10 @@ import (
 // decode gives.
 
 // member is one top-level member of a JSON object: the key's bytes between
-// its quotes and the value's bytes.
+// its quotes and the value's bytes, which start at offset at of the object.
 type member struct {
 	key, val []byte
+	at       int
 }
 
 // members splits the JSON object data into its top-level members,
@@ -73,7 +74,7 @@ func splitMembers(dst []member, data []byte, validate bool) ([]member, bool) {
 		if vend < 0 {
 			return dst, false
 		}
-		dst = append(dst, member{key: key, val: data[i:vend]})
+		dst = append(dst, member{key: key, val: data[i:vend], at: i})
 		i = jsonscan.SkipSpace(data, vend)
 		if i >= len(data) {
 			return dst, false
@@ -334,10 +335,25 @@ func foldsToKnown(key []byte) bool {
 }
 
 // indexFields are what the scan of a line keeps: the fields a pass selects
-// lines by, plus whether the pattern is blank (for Validate).
+// lines by, whether the pattern is blank (for Validate), whether the line
+// is marked mayBeStale, and where the details and evidence values are
+// written (offset in the scanned object and length; zero when absent —
+// a value never starts an object).
 type indexFields struct {
 	id, typ, status, artifact string
-	blankPattern              bool
+	blankPattern, mayBeStale  bool
+	details, evidence         span
+}
+
+// span is a stretch of a line's bytes: offset and length.
+type span struct{ off, n int32 }
+
+// of returns the stretch of b, nil for the zero span.
+func (s span) of(b []byte) []byte {
+	if s.n == 0 {
+		return nil
+	}
+	return b[s.off : s.off+s.n : s.off+s.n]
 }
 
 // scanFields reads the index fields of one line's object without decoding
@@ -388,10 +404,21 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			if v[0] != 't' && v[0] != 'f' && !null {
 				return f, ms, false
 			}
+			if k == kMayBeStale {
+				f.mayBeStale = v[0] == 't'
+			}
 		case kEvidence:
 			if !null && !stringArray(v) {
 				return f, ms, false
 			}
+			f.evidence = span{int32(m.at), int32(len(v))}
+		case kDetails:
+			// A string or null (encoding/json refuses anything else into
+			// a string field: the full decoder decides).
+			if !null && v[0] != '"' {
+				return f, ms, false
+			}
+			f.details = span{int32(m.at), int32(len(v))}
 		default: // string fields
 			if null {
 				continue

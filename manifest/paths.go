@@ -40,6 +40,26 @@ type Resolver struct {
 	root     string
 	realRoot string
 	safeDirs map[string]bool
+	// files are the regular files a caller saw (Seen): their last
+	// component is not stat'ed again.
+	files map[string]bool
+}
+
+// Seen tells the resolver what an lstat of abs (an absolute path below
+// the root, spelt as the resolver joins it) found moments ago: a directory
+// (dir) or a regular file — never a symlink — so that Resolve need not
+// stat it again. A caller that stat'ed every path of a pass just before it
+// (the engine's replay check) saves a stat per path component; anything it
+// did not see is stat'ed as before.
+func (r *Resolver) Seen(abs string, dir bool) {
+	if dir {
+		r.safeDirs[abs] = true
+		return
+	}
+	if r.files == nil {
+		r.files = map[string]bool{}
+	}
+	r.files[abs] = true
 }
 
 // NewResolver returns a Resolver for root.
@@ -101,7 +121,7 @@ func (r *Resolver) checkSymlinks(rel string) error {
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		last := i == len(parts)-1
-		if !last && r.safeDirs[cur] {
+		if !last && r.safeDirs[cur] || last && r.files[cur] {
 			continue
 		}
 		fi, err := os.Lstat(cur)

@@ -2,6 +2,8 @@ package staleness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -80,6 +82,9 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		refs              []Ref
 	}
 	var entries []entry
+	if log != nil {
+		entries = make([]entry, 0, len(log.Lines)+64)
+	}
 	c.useOptions(opts)
 	paths := manifest.PathsFor(root)
 	kopts := opts
@@ -99,12 +104,36 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 	if log != nil {
-		for _, o := range log.Observations() {
-			if o.Status != manifest.Deprecated {
-				k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
-				refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
-				entries = append(entries, entry{id: o.ID, refs: refs})
+		for _, ln := range log.Lines {
+			if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
+				continue
 			}
+			// A line whose texts are still what its bytes say is looked
+			// up by the values of its details and evidence as written,
+			// and never decoded: most lines are not (a decode, and the
+			// change check at the write, per line cost more than the
+			// extraction they look up). The key is the same whether or
+			// not a pass decoded the line.
+			if d, e, ok := ln.RawTexts(); ok {
+				k := rawTextKey(d, e)
+				refs, hit := c.cached(k)
+				if !hit {
+					details, evidence, err := manifest.DecodeTexts(d, e)
+					if err != nil {
+						continue // the scan vouched for them: never seen
+					}
+					refs = c.extract(k, func() []Ref { return textRefs(details, evidence, opts) })
+				}
+				entries = append(entries, entry{id: ln.ID(), refs: refs})
+				continue
+			}
+			o := ln.Observation()
+			if o == nil {
+				continue
+			}
+			k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
+			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
+			entries = append(entries, entry{id: o.ID, refs: refs})
 		}
 	}
 	rep := Report{Stale: []Finding{}}
@@ -188,15 +217,50 @@ func readKnowledge(root, file string) ([]byte, error) {
 	return src, nil
 }
 
+// cached returns the references the cache holds for k (recording their
+// use, as extract does), or false.
+func (c *Checker) cached(k [32]byte) ([]Ref, bool) {
+	if refs, ok := c.cache.extUsed[k]; ok {
+		return refs, true
+	}
+	if _, ok := c.cache.extOld[k]; !ok {
+		return nil, false
+	}
+	return c.extract(k, nil), true
+}
+
+// rawTextKey is the extraction key of an observation read from its line:
+// the JSON values of its details and evidence as written (nil when
+// absent), each length-prefixed, under a kind of its own ("obs" keys hash
+// the decoded texts). Equal values decode to equal texts, so equal keys
+// extract the same references.
+func rawTextKey(details, evidence []byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, b := range [][]byte{[]byte("obs-raw"), details, evidence} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
 // ObservationRefs returns the references of an observation's details and
 // evidence, deduplicated.
 func ObservationRefs(o *manifest.Observation, opts Options) []Ref {
-	refs := ExtractText(o.Details, opts)
+	return textRefs(o.Details, o.Evidence, opts)
+}
+
+// textRefs is ObservationRefs of an observation's texts.
+func textRefs(details string, evidence []string, opts Options) []Ref {
+	refs := ExtractText(details, opts)
 	seen := map[refKey]bool{}
 	for _, r := range refs {
 		seen[refKey{r.Path, r.Line}] = true
 	}
-	for _, ev := range o.Evidence {
+	for _, ev := range evidence {
 		for _, r := range ExtractText(ev, opts) {
 			refs = addRef(refs, seen, r)
 		}
@@ -204,19 +268,27 @@ func ObservationRefs(o *manifest.Observation, opts Options) []Ref {
 	return refs
 }
 
+// Marked is an observation Mark changed, with the marks it had before.
+type Marked struct {
+	Obs                     *manifest.Observation
+	NeedsReview, MayBeStale bool
+	StaleReason             string
+}
+
 // Mark applies a Scan's findings to the observations of log in memory and
-// returns how many observations it changed (the caller writes the log).
-// An observation with a finding gets mayBeStale, staleReason
-// "code-ref-missing:<first stale ref>" and needsReview. An observation
-// without one whose staleReason came from this check (code-ref-missing:)
-// has mayBeStale and staleReason cleared — its references are fine again —
-// while needsReview stays for a human to clear. Deprecated observations
-// are left alone, and so are stale reasons other tools set. findings must
-// come from a Scan of the same log: an observation it did not check counts
-// as fine.
-func Mark(log *manifest.Log, findings []Finding) int {
+// returns the observations it changed, with their marks before (the caller
+// writes the log, or puts them back). An observation with a finding gets
+// mayBeStale, staleReason "code-ref-missing:<first stale ref>" and
+// needsReview. An observation without one whose staleReason came from this
+// check (code-ref-missing:) has mayBeStale and staleReason cleared — its
+// references are fine again — while needsReview stays for a human to
+// clear. Deprecated observations are left alone, and so are stale reasons
+// other tools set. findings must come from a Scan of the same log: an
+// observation it did not check counts as fine. Only the lines with a
+// finding or a mayBeStale mark are decoded.
+func Mark(log *manifest.Log, findings []Finding) []Marked {
 	if log == nil {
-		return 0
+		return nil
 	}
 	first := map[string]string{}
 	for _, f := range findings {
@@ -224,12 +296,21 @@ func Mark(log *manifest.Log, findings []Finding) int {
 			first[f.ID] = f.Ref
 		}
 	}
-	n := 0
-	for _, o := range log.Observations() {
-		if o.Status == manifest.Deprecated {
+	var out []Marked
+	for _, ln := range log.Lines {
+		if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
 			continue
 		}
-		if ref, ok := first[o.ID]; ok {
+		ref, found := first[ln.ID()]
+		if !found && !ln.MayBeStale() {
+			continue // nothing to mark, nothing to clear
+		}
+		o := ln.Observation()
+		if o == nil {
+			continue
+		}
+		before := Marked{o, o.NeedsReview, o.MayBeStale, o.StaleReason}
+		if found {
 			reason := ReasonPrefix + ref
 			if o.MayBeStale && o.StaleReason == reason && o.NeedsReview {
 				continue // marked already (resolved or not: nothing to change)
@@ -238,17 +319,17 @@ func Mark(log *manifest.Log, findings []Finding) int {
 				continue // a person resolved this very mark
 			}
 			o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
-			n++
+			out = append(out, before)
 			continue
 		}
 		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
 			// The reference resolves again: the review flag staleness set
 			// goes with it.
 			o.MayBeStale, o.StaleReason, o.NeedsReview = false, "", false
-			n++
+			out = append(out, before)
 		}
 	}
-	return n
+	return out
 }
 
 // indexDepth bounds the history walk of EntryMarks: the session-start

@@ -128,8 +128,14 @@ func TestMark(t *testing.T) {
 	dep := log.Find("obs_dep")
 	dep.MayBeStale, dep.StaleReason = true, "code-ref-missing:src/gone.go"
 
-	if n := Mark(log, rep.Stale); n != 2 {
-		t.Errorf("Mark changed %d, want 2", n)
+	marked := Mark(log, rep.Stale)
+	if len(marked) != 2 {
+		t.Errorf("Mark changed %d, want 2", len(marked))
+	}
+	for _, m := range marked {
+		if m.Obs == fine && (!m.MayBeStale || !m.NeedsReview || m.StaleReason != "code-ref-missing:src/x.go") {
+			t.Errorf("obs_fine's marks before = %+v", m)
+		}
 	}
 	s := log.Find("obs_stale")
 	if !s.MayBeStale || !s.NeedsReview || s.StaleReason != "code-ref-missing:src/util.go" {
@@ -142,8 +148,8 @@ func TestMark(t *testing.T) {
 	if !dep.MayBeStale || dep.StaleReason == "" {
 		t.Errorf("deprecated observation touched: %+v", dep)
 	}
-	if n := Mark(log, rep.Stale); n != 0 {
-		t.Errorf("second Mark changed %d", n)
+	if m := Mark(log, rep.Stale); len(m) != 0 {
+		t.Errorf("second Mark changed %d", len(m))
 	}
 	if !log.Changed() {
 		t.Fatal("log not changed")
@@ -164,8 +170,37 @@ func TestMark(t *testing.T) {
 	// Another tool's reason is not ours to clear.
 	other := log.Find("obs_fine")
 	other.MayBeStale, other.StaleReason = true, "schema-changed"
-	if n := Mark(log, nil); n != 1 || !other.MayBeStale {
-		t.Errorf("Mark(nil) = %d, other = %+v", n, other)
+	if m := Mark(log, nil); len(m) != 1 || !other.MayBeStale {
+		t.Errorf("Mark(nil) = %d, other = %+v", len(m), other)
+	}
+}
+
+// Mark decodes only the lines with a finding or a mayBeStale mark, and
+// clears a mark it set on a line read from disk.
+func TestMarkDecodesOnlyMarkedLines(t *testing.T) {
+	log := manifest.ParseLog([]byte(strings.Join([]string{
+		`{"id":"obs_a","type":"workflow","pattern":"a","status":"ready","details":"see src/a.go"}`,
+		`{"id":"obs_b","type":"workflow","pattern":"b","status":"ready","mayBeStale":true,"staleReason":"code-ref-missing:src/b.go","needsReview":true}`,
+		`{"id":"obs_c","type":"workflow","pattern":"c","status":"ready","mayBeStale":true,"staleReason":"schema-changed"}`,
+		`{"id":"obs_d","type":"workflow","pattern":"d","status":"ready"}`,
+	}, "\n") + "\n"))
+	marked := Mark(log, []Finding{{ID: "obs_d", Ref: "src/d.go"}})
+	if len(marked) != 2 || marked[0].Obs.ID != "obs_b" || marked[0].StaleReason != "code-ref-missing:src/b.go" || marked[1].Obs.ID != "obs_d" || marked[1].MayBeStale {
+		t.Fatalf("Mark = %+v", marked)
+	}
+	for i, want := range []bool{false, true, true, true} {
+		if got := log.Lines[i].Decoded(); got != want {
+			t.Errorf("line %d decoded %v, want %v", i, got, want)
+		}
+	}
+	if b := log.Find("obs_b"); b.MayBeStale || b.StaleReason != "" || b.NeedsReview {
+		t.Errorf("obs_b not cleared: %+v", b)
+	}
+	if c := log.Find("obs_c"); !c.MayBeStale || c.StaleReason != "schema-changed" {
+		t.Errorf("obs_c (another tool's reason) touched: %+v", c)
+	}
+	if d := log.Find("obs_d"); !d.MayBeStale || d.StaleReason != ReasonPrefix+"src/d.go" || !d.NeedsReview {
+		t.Errorf("obs_d not marked: %+v", d)
 	}
 }
 
@@ -185,5 +220,56 @@ func TestScanStaged(t *testing.T) {
 	want := "ADR-001 src/auth/login.go src/auth/signin.go|ADR-003 src/auth/login.go:2 src/auth/signin.go:2|obs_fine src/auth/login.go:3 src/auth/signin.go:3|obs_stale src/auth/login.go:9 src/auth/signin.go:9"
 	if strings.Join(got, "|") != want {
 		t.Errorf("got  %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+// Scan looks a line up by its bytes only while it is not decoded: a
+// second run over the same bytes decodes no line (the cache answers), and
+// an observation changed in memory is checked as it is now, not as its
+// bytes were when the cache learnt them.
+func TestScanRawTextsAndChangedObservations(t *testing.T) {
+	r, log := scanRepo(t)
+	raw, err := log.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, r.dir, Auto)
+	first, err := Scan(r.dir, c, log, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveCache(); err != nil {
+		t.Fatal(err)
+	}
+	render := func(rep Report) string {
+		var b strings.Builder
+		for _, f := range rep.Stale {
+			fmt.Fprintf(&b, "%s %s %s %s\n", f.ID, f.Ref, f.Reason, f.RenamedTo)
+		}
+		return b.String()
+	}
+
+	again := manifest.ParseLog(raw)
+	rep, err := Scan(r.dir, open(t, r.dir, Auto), again, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if render(rep) != render(first) || rep.Checked != first.Checked {
+		t.Errorf("from the cache:\n%s\nwant:\n%s", render(rep), render(first))
+	}
+	for i, ln := range again.Lines {
+		if ln.Decoded() {
+			t.Errorf("line %d %q decoded by a Scan the cache answered", i, ln.Raw)
+		}
+	}
+
+	changed := manifest.ParseLog(raw)
+	changed.Find("obs_fine").Details = "now uses src/util.go"
+	rep, err = Scan(r.dir, open(t, r.dir, Auto), changed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(render(rep), "obs_fine src/util.go missing lib/util.go\n") {
+		t.Errorf("the changed observation is checked as read:\n%s", render(rep))
 	}
 }

@@ -24,3 +24,9 @@ func LstatRaw(path string) (Stat, uint32) {
 	}
 	return StatOf(fi), uint32(fi.Mode().Type()>>20) | 1
 }
+
+// The type bits LstatRaw returns for a regular file and a directory.
+const (
+	typeRegular = 1
+	typeDir     = uint32(fs.ModeDir>>20) | 1
+)

@@ -31,3 +31,9 @@ func LstatRaw(path string) (Stat, uint32) {
 	return Stat{Size: st.Size, Mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, Ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec, Ino: st.Ino},
 		st.Mode&syscall.S_IFMT | 1
 }
+
+// The type bits LstatRaw returns for a regular file and a directory.
+const (
+	typeRegular = syscall.S_IFREG | 1
+	typeDir     = syscall.S_IFDIR | 1
+)
