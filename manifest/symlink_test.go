@@ -97,3 +97,25 @@ func TestLockRefusesSymlinks(t *testing.T) {
 		t.Errorf("the other directory changed: %v", ents)
 	}
 }
+
+// Seen spares the stats a caller took a moment before; a path it did not
+// see is checked as ever (a symlink out of the root refused).
+func TestResolverSeen(t *testing.T) {
+	root, out := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, ".claude", "commands"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(out, filepath.Join(root, ".claude", "skills")); err != nil {
+		t.Skip("no symlinks")
+	}
+	r := NewResolver(root)
+	r.Seen(filepath.Join(root, ".claude"), true)
+	r.Seen(filepath.Join(root, ".claude", "commands"), true)
+	r.Seen(filepath.Join(root, ".claude", "commands", "a.md"), false)
+	if _, rel, err := r.Resolve(".claude/commands/a.md"); err != nil || rel != ".claude/commands/a.md" {
+		t.Errorf("seen path: %q %v", rel, err)
+	}
+	if _, _, err := r.Resolve(".claude/skills/x/SKILL.md"); err == nil {
+		t.Error("a symlink out of the root not seen by the caller was followed")
+	}
+}
