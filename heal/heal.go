@@ -626,7 +626,7 @@ func (st *State) askGit() {
 			continue
 		}
 		rel, ok := st.Rel[e.Path]
-		if !ok || st.Unreadable[rel] != nil || st.Log.Find(e.ObservationID) == nil {
+		if !ok || st.Unreadable[rel] != nil || !st.Log.Has(e.ObservationID) {
 			continue
 		}
 		it := item{key: artifactKey(rel, e.AnchorID), rel: rel, anchor: e.AnchorID}

@@ -162,11 +162,7 @@ func validValue(data []byte, i, depth int) int {
 	}
 	switch c := data[i]; {
 	case c == '"':
-		end, _ := skipString(data, i)
-		if end < 0 || !validString(data[i:end]) {
-			return -1
-		}
-		return end
+		return validStringEnd(data, i)
 	case c == '{' || c == '[':
 		if depth >= maxScanDepth {
 			return -1
@@ -227,6 +223,55 @@ func validValue(data []byte, i, depth int) int {
 func literal(data []byte, i int, lit string) int {
 	if len(data)-i >= len(lit) && string(data[i:i+len(lit)]) == lit {
 		return i + len(lit)
+	}
+	return -1
+}
+
+// stringSpecial marks the bytes a JSON string's scan must stop at: the
+// closing quote, a backslash, a control byte.
+var stringSpecial = func() (t [256]bool) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// validStringEnd returns the index after the valid JSON string starting at
+// data[i] (a quote), or -1: skipString and validString in one pass over
+// the bytes (most of a log's bytes are in strings).
+func validStringEnd(data []byte, i int) int {
+	for j := i + 1; j < len(data); j++ {
+		c := data[j]
+		if !stringSpecial[c] {
+			continue
+		}
+		switch {
+		case c == '"':
+			return j + 1
+		case c < 0x20:
+			return -1
+		}
+		// A backslash: one of the escapes JSON has.
+		j++
+		if j >= len(data) {
+			return -1
+		}
+		switch data[j] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if j+4 >= len(data) {
+				return -1
+			}
+			for _, h := range data[j+1 : j+5] {
+				if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+					return -1
+				}
+			}
+			j += 4
+		default:
+			return -1
+		}
 	}
 	return -1
 }

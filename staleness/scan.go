@@ -164,7 +164,11 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 
-	var all []Ref
+	n := 0
+	for _, e := range entries {
+		n += len(e.refs)
+	}
+	all := make([]Ref, 0, n)
 	for _, e := range entries {
 		all = append(all, e.refs...)
 	}
