@@ -285,14 +285,22 @@ func TestStatCacheInvalidation(t *testing.T) {
 		}, edited},
 		{"racily clean under check_stat minimal", "minimal", nil, edited},
 		{"cache file corrupt", "", func(t *testing.T, root, rel string) {
-			os.WriteFile(cachedir.Path(root, statcache.FileName), []byte("{\"version\":1,\"entries\":{"), 0o644)
+			p := cachedir.Path(root, statcache.FileName)
+			if c, err := os.ReadFile(p); err == nil { // the twin with a cache
+				os.WriteFile(p, c[:len(c)-7], 0o644) // cut in the last entry
+			}
 			b, _ := os.ReadFile(filepath.Join(root, rel))
 			os.WriteFile(filepath.Join(root, rel), append(b, "more\n"...), 0o644)
 		}, edited},
 		{"cache file from another version", "", func(t *testing.T, root, rel string) {
 			p := cachedir.Path(root, statcache.FileName)
-			b, _ := os.ReadFile(p)
-			os.WriteFile(p, bytes.Replace(b, []byte(`"version":1`), []byte(`"version":0`), 1), 0o644)
+			if b, err := os.ReadFile(p); err == nil { // the twin with a cache
+				other := bytes.Replace(b, []byte("learnwatch stat cache 2\n"), []byte("learnwatch stat cache 1\n"), 1)
+				if bytes.Equal(other, b) {
+					t.Fatal("the cache file does not start with its version")
+				}
+				os.WriteFile(p, other, 0o644)
+			}
 			rewriteSameSize(t, root, rel)
 		}, edited},
 		{"another tool rewrote the manifest", "", func(t *testing.T, root, rel string) {

@@ -13,7 +13,6 @@
 package statcache
 
 import (
-	"encoding/json"
 	"io/fs"
 	"maps"
 	"os"
@@ -28,8 +27,9 @@ import (
 // FileName is the cache's name under .memory/.cache.
 const FileName = "stat.cache"
 
-// Version is the format of the cache file; another version is ignored.
-const Version = 1
+// Version is the format of the cache file (codec.go); another version is
+// ignored. Version 1 was JSON.
+const Version = 2
 
 // maxSize bounds the cache file read (about 200 bytes an artifact).
 const maxSize = 64 << 20
@@ -105,13 +105,6 @@ func Verifies(e Entry, stored string) bool {
 	return e.SHA != "" && stored == e.SHA
 }
 
-// file is the on-disk form.
-type file struct {
-	Version   int              `json:"version"`
-	CheckStat Mode             `json:"check_stat"`
-	Entries   map[string]Entry `json:"entries"`
-}
-
 // Cache is the stat cache of one pass: what the last pass recorded (old)
 // and what this pass records (next). Not safe for concurrent use.
 type Cache struct {
@@ -166,11 +159,11 @@ func (c *Cache) Begin(root string) {
 	if err != nil {
 		return
 	}
-	var f file
-	if json.Unmarshal(b, &f) != nil || f.Version != Version || f.CheckStat != c.mode || f.Entries == nil {
+	mode, entries, err := decode(b)
+	if err != nil || mode != c.mode {
 		return
 	}
-	c.old, c.cacheMtime = f.Entries, fi.ModTime().UnixNano()
+	c.old, c.cacheMtime = entries, fi.ModTime().UnixNano()
 }
 
 // Lookup returns the entry recorded for rel when a file with stat now is
@@ -276,10 +269,7 @@ func (c *Cache) write(root string, entries map[string]Entry) error {
 	if _, err := cachedir.Ensure(root); err != nil {
 		return err
 	}
-	b, err := json.Marshal(file{Version: Version, CheckStat: c.mode, Entries: entries})
-	if err != nil {
-		return err
-	}
+	b := encode(c.mode, entries)
 	path := cachedir.Path(root, FileName)
 	if err := manifest.WriteFile(path, b, 0o644); err != nil {
 		return err
