@@ -393,14 +393,22 @@ func (c *Checker) fail(err error) {
 // the file once per reference. Finding.ID is left empty.
 func (c *Checker) Check(refs []Ref) []Finding {
 	c.resolveAll(refs)
+	return c.check(refs)
+}
+
+// check is Check of references resolveAll has decided.
+func (c *Checker) check(refs []Ref) []Finding {
 	var out []Finding
-	reported := map[outcomeKey]bool{}
+	var reported map[outcomeKey]bool
 	for _, r := range refs {
 		k := keyOf(r)
 		o := c.outcomes[k]
 		switch {
 		case o.missing:
 			if !reported[k] {
+				if reported == nil {
+					reported = map[outcomeKey]bool{}
+				}
 				reported[k] = true
 				f := Finding{Ref: r.Raw, Reason: Missing, Searched: o.searched, Truncated: o.truncated}
 				if o.moved != "" {

@@ -178,7 +178,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 		}
 		rep.Checked += len(e.refs)
-		for _, f := range c.Check(e.refs) {
+		for _, f := range c.check(e.refs) { // resolveAll(all) decided them
 			f.ID, f.File, f.Heading = e.id, e.file, e.heading
 			rep.Stale = append(rep.Stale, f)
 		}
