@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -26,9 +25,9 @@ const CacheName = "staleness.cache"
 
 // cacheMagic starts the cache file; another version is ignored. The
 // magic is followed by a line with the local identity (cacheHeader) and
-// the gob-encoded cacheFile: a file written for another clone is ignored
-// before anything in it is decoded.
-const cacheMagic = "learnwatch staleness cache 2\n"
+// the encoded cacheFile (cachecodec.go): a file written for another clone
+// is ignored before anything in it is decoded.
+const cacheMagic = "learnwatch staleness cache 3\n"
 
 // cacheHeader is what a cache file written for local starts with.
 func cacheHeader(local string) string { return cacheMagic + local + "\n" }
@@ -295,8 +294,8 @@ func (c *Checker) loadCache() {
 	if err != nil || !bytes.HasPrefix(data, []byte(head)) {
 		return
 	}
-	var cf cacheFile
-	if err := gob.NewDecoder(bytes.NewReader(data[len(head):])).Decode(&cf); err != nil || cf.Local != c.cache.local {
+	cf, err := decodeCacheFile(data[len(head):])
+	if err != nil || cf.Local != c.cache.local {
 		return
 	}
 	c.cache.oldBytes = data
@@ -445,21 +444,18 @@ func (c *Checker) SaveCache() error {
 	if c.err == nil {
 		cf.History = c.historyRecord()
 	}
-	var buf bytes.Buffer
-	buf.WriteString(cacheHeader(c.cache.local))
-	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
-		return fmt.Errorf("staleness: encode cache: %w", err)
-	}
-	if bytes.Equal(buf.Bytes(), c.cache.oldBytes) {
+	head := cacheHeader(c.cache.local)
+	data := appendCacheFile(append(make([]byte, 0, len(c.cache.oldBytes)+4096), head...), &cf)
+	if bytes.Equal(data, c.cache.oldBytes) {
 		return nil
 	}
 	if _, err := cachedir.Ensure(c.root); err != nil {
 		return fmt.Errorf("staleness: cache directory: %w", err)
 	}
-	if err := manifest.WriteFile(c.cache.file, buf.Bytes(), 0o644); err != nil {
+	if err := manifest.WriteFile(c.cache.file, data, 0o644); err != nil {
 		return fmt.Errorf("staleness: write cache: %w", err)
 	}
-	c.cache.oldBytes = buf.Bytes()
+	c.cache.oldBytes = data
 	return nil
 }
 
