@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -26,9 +25,9 @@ const CacheName = "staleness.cache"
 
 // cacheMagic starts the cache file; another version is ignored. The
 // magic is followed by a line with the local identity (cacheHeader) and
-// the gob-encoded cacheFile: a file written for another clone is ignored
-// before anything in it is decoded.
-const cacheMagic = "learnwatch staleness cache 2\n"
+// the encoded cacheFile (cachecodec.go): a file written for another clone
+// is ignored before anything in it is decoded.
+const cacheMagic = "learnwatch staleness cache 3\n"
 
 // cacheHeader is what a cache file written for local starts with.
 func cacheHeader(local string) string { return cacheMagic + local + "\n" }
@@ -148,7 +147,16 @@ type cacheState struct {
 	optsKey  string
 	treeKey  string // "" when outcomes cannot be cached (no stable identity)
 	treeHit  bool   // the cached outcomes were valid and loaded
-	oldBytes []byte
+	oldBytes []byte // the file as read (nil when unreadable) or last written
+	// What the file read held, to tell whether a save would write it
+	// again (unchanged): its options key, its history record, whether it
+	// had a section for this mode, and whether it is in the order a save
+	// writes (canonicalCache) and still the file (a save that writes
+	// clears canon).
+	readOpts string
+	readHist *cachedHistory
+	ownRead  bool
+	canon    bool
 	extOld   map[[32]byte][]Ref
 	extUsed  map[[32]byte][]Ref
 	ignore   map[string]ignoreDep
@@ -161,6 +169,9 @@ type cacheState struct {
 	// (a save then writes); loaded counts what the cache held.
 	computed             bool
 	loadedOut, loadedEOF int
+	// extNew: an extraction was computed; histNew: the history walk read
+	// a commit or detected renames (both also set computed).
+	extNew, histNew bool
 	// usedOut and usedEOF are the outcomes and line checks this run
 	// asked for: only they are saved, so references that went away do
 	// not stay in the cache.
@@ -226,7 +237,7 @@ func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {
 	refs, ok := c.cache.extOld[k]
 	if !ok {
 		refs = f()
-		c.cache.computed = true
+		c.cache.computed, c.cache.extNew = true, true
 	}
 	if c.cache.extUsed == nil {
 		c.cache.extUsed = map[[32]byte][]Ref{}
@@ -295,12 +306,12 @@ func (c *Checker) loadCache() {
 	if err != nil || !bytes.HasPrefix(data, []byte(head)) {
 		return
 	}
-	var cf cacheFile
-	if err := gob.NewDecoder(bytes.NewReader(data[len(head):])).Decode(&cf); err != nil || cf.Local != c.cache.local {
+	cf, err := decodeCacheFile(data[len(head):])
+	if err != nil || cf.Local != c.cache.local {
 		return
 	}
 	c.cache.oldBytes = data
-	c.cache.optsKey = cf.Opts
+	c.cache.optsKey, c.cache.readOpts, c.cache.readHist = cf.Opts, cf.Opts, cf.History
 	c.cache.extOld = make(map[[32]byte][]Ref, len(cf.Extract))
 	for _, e := range cf.Extract {
 		c.cache.extOld[e.Key] = e.Refs
@@ -325,6 +336,8 @@ func (c *Checker) loadCache() {
 			c.cache.others = append(c.cache.others, cf.Trees[i])
 		}
 	}
+	c.cache.ownRead = sec != nil
+	c.cache.canon = canonicalCache(&cf, sec)
 	if sec == nil || c.cache.treeKey == "" || sec.Tree != c.cache.treeKey {
 		return
 	}
@@ -382,13 +395,40 @@ func (c *Checker) SaveCache() error {
 	if !c.cache.enabled || c.ctx != nil && c.ctx.Err() != nil {
 		return nil
 	}
-	if c.cache.treeHit && !c.cache.computed && len(c.cache.extUsed) == len(c.cache.extOld) &&
-		len(c.cache.usedOut) == c.cache.loadedOut && len(c.cache.usedEOF) == c.cache.loadedEOF {
-		// Everything came from the cache, and all of it was used: what
-		// a save would write is what was read.
+	hist := c.saveHistory()
+	if c.cache.unchanged(c.err == nil, hist) {
+		// What a save would write is what was read.
 		return nil
 	}
-	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey}
+	data := c.encodeCache(hist)
+	if bytes.Equal(data, c.cache.oldBytes) {
+		return nil
+	}
+	if _, err := cachedir.Ensure(c.root); err != nil {
+		return fmt.Errorf("staleness: cache directory: %w", err)
+	}
+	if err := manifest.WriteFile(c.cache.file, data, 0o644); err != nil {
+		return fmt.Errorf("staleness: write cache: %w", err)
+	}
+	// The file is no longer the one read: later saves of this Checker
+	// compare bytes.
+	c.cache.oldBytes, c.cache.canon = data, false
+	return nil
+}
+
+// saveHistory is the history record a save writes: none after an error.
+func (c *Checker) saveHistory() *cachedHistory {
+	if c.err != nil {
+		return nil
+	}
+	return c.historyRecord()
+}
+
+// encodeCache returns the cache file a save writes, with the history
+// record hist: the extractions, outcomes and line checks this Checker's
+// runs used, the other modes' sections as read.
+func (c *Checker) encodeCache(hist *cachedHistory) []byte {
+	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey, History: hist}
 	for k, refs := range c.cache.extUsed {
 		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
 	}
@@ -409,58 +449,113 @@ func (c *Checker) SaveCache() error {
 				Missing: o.missing, Moved: o.moved, Searched: o.searched, Truncated: o.truncated,
 			})
 		}
-		sort.Slice(sec.Outcomes, func(i, j int) bool {
-			a, b := sec.Outcomes[i], sec.Outcomes[j]
-			if a.Path != b.Path {
-				return a.Path < b.Path
-			}
-			if a.Dir != b.Dir {
-				return a.Dir < b.Dir
-			}
-			return !a.Rooted && b.Rooted
-		})
+		sort.Slice(sec.Outcomes, func(i, j int) bool { return outcomeLess(&sec.Outcomes[i], &sec.Outcomes[j]) })
 		for k, past := range c.cache.eof {
 			if !c.cache.usedEOF[k] {
 				continue
 			}
 			sec.EOF = append(sec.EOF, cachedEOF{k.k.path, k.k.dir, k.k.rooted, k.line, past})
 		}
-		sort.Slice(sec.EOF, func(i, j int) bool {
-			a, b := sec.EOF[i], sec.EOF[j]
-			if a.Path != b.Path {
-				return a.Path < b.Path
-			}
-			if a.Dir != b.Dir {
-				return a.Dir < b.Dir
-			}
-			if a.Rooted != b.Rooted {
-				return !a.Rooted
-			}
-			return a.Line < b.Line
-		})
+		sort.Slice(sec.EOF, func(i, j int) bool { return eofLess(&sec.EOF[i], &sec.EOF[j]) })
 		sec.HasMD, sec.MD = c.cache.hasMD, c.cache.md
 		cf.Trees = append(cf.Trees, sec)
 	}
 	sort.Slice(cf.Trees, func(i, j int) bool { return cf.Trees[i].Mode < cf.Trees[j].Mode })
-	if c.err == nil {
-		cf.History = c.historyRecord()
+	head := cacheHeader(c.cache.local)
+	return appendCacheFile(append(make([]byte, 0, len(c.cache.oldBytes)+4096), head...), &cf)
+}
+
+// unchanged reports whether the cacheFile a save would write is the one
+// read, so that it need not even be encoded: withSection is whether the
+// save writes this mode's section (it does unless the Checker met an
+// error), hist the history record it writes. Anything else is left to
+// the comparison of the encoded bytes. The decoder accepts only the
+// canonical encoding, so the same cacheFile is the same bytes (but for a
+// file not written by learnwatch whose string table repeats a string: it
+// is left as it is, and reads as the same cacheFile). It holds when
+//
+//   - Opts and Extract: the same options, and every extraction used came
+//     from the cache (extNew unset), as many as it held — the same set;
+//   - Trees: the other modes' sections are kept as read; this mode's is
+//     the one read when the outcomes were taken from it and nothing was
+//     computed or dropped (every outcome and line check loaded was used),
+//     or, when no section is written (no tree key outside git, or an
+//     error), there was none for this mode;
+//   - History: the very record read (historyRecord hands back the record
+//     restored when the walk read nothing more), or none read and none
+//     written;
+//   - and the file read was in the order a save writes (canon).
+func (s *cacheState) unchanged(withSection bool, hist *cachedHistory) bool {
+	if s.oldBytes == nil || !s.canon || s.optsKey != s.readOpts || hist != s.readHist ||
+		s.extNew || len(s.extUsed) != len(s.extOld) {
+		return false
 	}
-	var buf bytes.Buffer
-	buf.WriteString(cacheHeader(c.cache.local))
-	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
-		return fmt.Errorf("staleness: encode cache: %w", err)
+	if !withSection || s.treeKey == "" {
+		return !s.ownRead
 	}
-	if bytes.Equal(buf.Bytes(), c.cache.oldBytes) {
-		return nil
+	return s.treeHit && !s.computed && len(s.usedOut) == s.loadedOut && len(s.usedEOF) == s.loadedEOF
+}
+
+// canonicalCache reports whether cf is in the order SaveCache writes, with
+// none of the duplicates it cannot write: Extract by strictly increasing
+// key, Trees by strictly increasing mode and, in own (this mode's section,
+// when there is one), the ignore files by strictly increasing name and the
+// outcomes and line checks in strictly increasing order.
+func canonicalCache(cf *cacheFile, own *treeSection) bool {
+	for i := 1; i < len(cf.Extract); i++ {
+		if bytes.Compare(cf.Extract[i-1].Key[:], cf.Extract[i].Key[:]) >= 0 {
+			return false
+		}
 	}
-	if _, err := cachedir.Ensure(c.root); err != nil {
-		return fmt.Errorf("staleness: cache directory: %w", err)
+	for i := 1; i < len(cf.Trees); i++ {
+		if cf.Trees[i-1].Mode >= cf.Trees[i].Mode {
+			return false
+		}
 	}
-	if err := manifest.WriteFile(c.cache.file, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("staleness: write cache: %w", err)
+	if own == nil {
+		return true
 	}
-	c.cache.oldBytes = buf.Bytes()
-	return nil
+	for i := 1; i < len(own.Ignore); i++ {
+		if own.Ignore[i-1].Name >= own.Ignore[i].Name {
+			return false
+		}
+	}
+	for i := 1; i < len(own.Outcomes); i++ {
+		if !outcomeLess(&own.Outcomes[i-1], &own.Outcomes[i]) {
+			return false
+		}
+	}
+	for i := 1; i < len(own.EOF); i++ {
+		if !eofLess(&own.EOF[i-1], &own.EOF[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// outcomeLess orders the outcomes of a section (a key once).
+func outcomeLess(a, b *cachedOutcome) bool {
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	if a.Dir != b.Dir {
+		return a.Dir < b.Dir
+	}
+	return !a.Rooted && b.Rooted
+}
+
+// eofLess orders the line checks of a section (a key and line once).
+func eofLess(a, b *cachedEOF) bool {
+	if a.Path != b.Path {
+		return a.Path < b.Path
+	}
+	if a.Dir != b.Dir {
+		return a.Dir < b.Dir
+	}
+	if a.Rooted != b.Rooted {
+		return !a.Rooted
+	}
+	return a.Line < b.Line
 }
 
 // noteIgnore records an ignore file read while resolving.

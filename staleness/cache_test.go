@@ -3,7 +3,6 @@ package staleness
 import (
 	"bytes"
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -37,6 +36,7 @@ func cacheRun(t *testing.T, root string, mode Mode, cfg config.Staleness, log *m
 		t.Fatalf("checker error: %v", err)
 	}
 	if save {
+		saveSkips(t, c)
 		if err := c.SaveCache(); err != nil {
 			t.Fatalf("SaveCache: %v", err)
 		}
@@ -48,15 +48,34 @@ func cacheRun(t *testing.T, root string, mode Mode, cfg config.Staleness, log *m
 	return string(b), c
 }
 
+// saveSkips reports whether SaveCache would return without encoding the
+// cache (cacheState.unchanged), and fails t when it would while the
+// encoding differs from the file read: the shortcut must be exact.
+func saveSkips(t testing.TB, c *Checker) bool {
+	t.Helper()
+	hist := c.saveHistory()
+	skip := c.cache.enabled && c.cache.unchanged(c.err == nil, hist)
+	if skip && !bytes.Equal(c.encodeCache(hist), c.cache.oldBytes) {
+		t.Errorf("SaveCache would skip a save that changes the cache")
+	}
+	return skip
+}
+
 // compareCached runs the check with the cache left by earlier runs, again
 // with the cache just written, and without any cache, and wants the same
 // report from all three. It leaves the cache as the first run wrote it.
 func compareCached(t *testing.T, root string, mode Mode, cfg config.Staleness, log *manifest.Log, what string) {
 	t.Helper()
 	first, _ := cacheRun(t, root, mode, cfg, log, true)
-	second, c := cacheRun(t, root, mode, cfg, log, true)
+	second, c := cacheRun(t, root, mode, cfg, log, false)
 	if !c.cache.treeHit {
 		t.Errorf("%s: mode %d: a second run on the same trees did not use the cached outcomes", what, mode)
+	}
+	if !saveSkips(t, c) {
+		t.Errorf("%s: mode %d: a second run on the same trees would encode the cache again", what, mode)
+	}
+	if err := c.SaveCache(); err != nil {
+		t.Fatal(err)
 	}
 	if mode == Staged && !c.idxLazy {
 		t.Errorf("%s: a fully cached staged run decoded the index", what)
@@ -519,7 +538,7 @@ func FuzzCacheFile(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/3])
 	f.Add([]byte(cacheMagic))
-	// The gob part of the good file, for the re-headed runs.
+	// The encoded cacheFile of the good file, for the re-headed runs.
 	f.Add(good[bytes.IndexByte(good[len(cacheMagic):], '\n')+len(cacheMagic)+1:])
 	local := localIdentity(dir, filepath.Join(dir, ".git"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -536,17 +555,12 @@ func FuzzCacheFile(f *testing.F) {
 			t.Fatal(err)
 		}
 		run(t, false)
-		var cf cacheFile
-		if gob.NewDecoder(bytes.NewReader(data)).Decode(&cf) != nil {
+		cf, err := decodeCacheFile(data)
+		if err != nil {
 			return
 		}
 		cf.Local = local
-		var buf bytes.Buffer
-		buf.WriteString(head)
-		if gob.NewEncoder(&buf).Encode(&cf) != nil {
-			return
-		}
-		if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(file, appendCacheFile([]byte(head), &cf), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		run(t, true) // must not panic
@@ -611,5 +625,108 @@ func TestCacheDropsWhatIsNoLongerUsed(t *testing.T) {
 	}
 	if len(keys) != 1 || keys[0] != "src/a.go" || len(c.cache.eof) != 0 || len(c.cache.extOld) != 1 {
 		t.Errorf("the cache holds outcomes %v, %d line checks, %d extractions; want src/a.go only", keys, len(c.cache.eof), len(c.cache.extOld))
+	}
+}
+
+// Outside git only the extractions are cached, and no outcome is ever
+// taken from the cache: a run that extracted nothing new returns from
+// SaveCache without encoding; one that did, or whose options changed
+// (even with nothing to extract), writes.
+func TestCacheOutsideGitSkipsUnchangedSave(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "src/a.go"), body)
+	writeFile(t, filepath.Join(dir, ".memory/knowledge/decisions.md"), decisions)
+	obs := []string{obsLine("obs_a", "created", "see src/a.go:3 and src/gone.go")}
+	log := func() *manifest.Log { return manifest.ParseLog([]byte(strings.Join(obs, "\n") + "\n")) }
+	cfg := config.Default().Staleness
+	file := cachedir.Path(dir, CacheName)
+	run := func(cfg config.Staleness, wantSkip bool, what string) {
+		t.Helper()
+		_, c := cacheRun(t, dir, Auto, cfg, log(), false)
+		if c.repo != nil {
+			t.Fatal("the temp dir is inside a git repository")
+		}
+		if got := saveSkips(t, c); got != wantSkip {
+			t.Errorf("%s: SaveCache skips encoding: %v, want %v", what, got, wantSkip)
+		}
+		before, _ := os.ReadFile(file)
+		if err := c.SaveCache(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if wantSkip != bytes.Equal(before, after) {
+			t.Errorf("%s: the cache was rewritten: %v, want %v", what, !bytes.Equal(before, after), !wantSkip)
+		}
+	}
+	run(cfg, false, "first run")
+	run(cfg, true, "second run")
+	obs = append(obs, obsLine("obs_b", "created", "lib/b.go"))
+	run(cfg, false, "new observation")
+	run(cfg, true, "again")
+	obs = obs[:1]
+	run(cfg, false, "observation gone")
+	run(cfg, true, "again")
+	other := cfg
+	other.Extensions = []string{"go"}
+	run(other, false, "other extensions")
+	run(other, true, "again")
+
+	// Nothing to extract at all: the options alone change the file.
+	obs = nil
+	os.Remove(filepath.Join(dir, ".memory/knowledge/decisions.md"))
+	run(cfg, false, "empty memory")
+	run(other, false, "empty memory, other extensions")
+	run(other, true, "again")
+
+	// A file in another order than a save writes is written again.
+	_, c := cacheRun(t, dir, Auto, cfg, nil, false)
+	cf, err := decodeCacheFile(c.cache.oldBytes[len(cacheHeader(c.cache.local)):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf.Trees = []treeSection{{Mode: 5}, {Mode: 4}}
+	if err := os.WriteFile(file, appendCacheFile([]byte(cacheHeader(c.cache.local)), &cf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(cfg, false, "trees out of order")
+	run(cfg, true, "again")
+}
+
+// In git, a change of the extraction options alone (which the tree key
+// does not hold) is saved even when nothing was extracted.
+func TestCacheOptionsChangeSaved(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/a.go", body)
+	r.commit("init")
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, nil, true)
+	other := cfg
+	other.Extensions = []string{"go"}
+	_, c := cacheRun(t, r.dir, Auto, other, nil, false)
+	if !c.cache.treeHit {
+		t.Fatal("the outcomes were not taken from the cache")
+	}
+	if saveSkips(t, c) {
+		t.Error("SaveCache would keep the previous options")
+	}
+	if err := c.SaveCache(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(cachedir.Path(r.dir, CacheName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := decodeCacheFile(data[len(cacheHeader(c.cache.local)):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := optionsKey(OptionsFor(other)); cf.Opts != want {
+		t.Errorf("options saved %q, want %q", cf.Opts, want)
+	}
+	if _, c := cacheRun(t, r.dir, Auto, other, nil, false); !saveSkips(t, c) {
+		t.Error("a run after it would encode the cache again")
 	}
 }

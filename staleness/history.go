@@ -223,7 +223,7 @@ func (c *Checker) renameIn(i int, from string) string {
 	s := c.hist.steps[i]
 	if s.renames == nil {
 		s.renames = map[string]string{}
-		c.cache.computed = true
+		c.cache.computed, c.cache.histNew = true, true
 		var changes object.Changes
 		if err := c.diff(s.from, s.to, "", &changes); err != nil {
 			c.fail(fmt.Errorf("staleness: diff for renames: %w", err))
@@ -343,7 +343,7 @@ func (c *Checker) nextStep() (int, []string, bool) {
 		return 0, nil, false
 	}
 	commit := heap.Pop(&h.queue).(queued).c
-	c.cache.computed = true
+	c.cache.computed, c.cache.histNew = true, true
 	var parents []*object.Commit
 	for _, ph := range commit.ParentHashes {
 		p, err := c.repo.CommitObject(ph)
@@ -435,13 +435,14 @@ func (h *history) push(c *object.Commit) {
 
 // historyRecord returns the history read, for the cache, when the walk
 // read every commit within the depth (nil otherwise: a partial walk is
-// cheap to repeat).
+// cheap to repeat). The record taken from the cache is returned as is
+// when the walk read nothing more.
 func (c *Checker) historyRecord() *cachedHistory {
 	h := &c.hist
 	if c.head == nil {
 		return nil
 	}
-	if !h.done {
+	if !h.done || c.cache.history != nil && !c.cache.histNew {
 		return c.cache.history // still valid: keyed on this HEAD and depth
 	}
 	r := &cachedHistory{Head: c.head.Hash.String(), Depth: c.depth, Complete: true, Truncated: h.truncated}
