@@ -32,8 +32,11 @@ const cacheMagic = "learnwatch staleness cache 3\n"
 // cacheHeader is what a cache file written for local starts with.
 func cacheHeader(local string) string { return cacheMagic + local + "\n" }
 
-// maxCache bounds the cache file read.
-const maxCache = 64 << 20
+// maxCache bounds the cache file read. A 10,000-observation memory's is
+// about 400 KB; decoding may allocate up to about 17 times the bytes read
+// (references are small on disk and large in memory), so the bound keeps a
+// crafted file under a few hundred MiB.
+const maxCache = 16 << 20
 
 // cacheFile is what the staleness cache holds. Nothing in it is ever
 // needed: a run without it computes the same thing. It holds:
