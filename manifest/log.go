@@ -407,6 +407,22 @@ func (ln *Line) MayBeStale() bool {
 	return ln.idx.mayBeStale
 }
 
+// NeedsReview returns the line's needsReview mark without decoding it.
+func (ln *Line) NeedsReview() bool {
+	if ln.obs != nil {
+		return ln.obs.NeedsReview
+	}
+	return ln.idx.needsReview
+}
+
+// StaleReason returns the line's staleReason without decoding it.
+func (ln *Line) StaleReason() string {
+	if ln.obs != nil {
+		return ln.obs.StaleReason
+	}
+	return ln.idx.staleReason
+}
+
 // RawTexts returns the JSON values of the line's details and evidence as
 // written (nil for an absent member), so that a reader that only hashes
 // the texts need not decode the line: the values decide the texts

@@ -220,8 +220,9 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 			t.Fatalf("line %d %q: index fields %q %q %q %q before decoding, decoded %q %q %q %q", i, ln.Raw,
 				ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ol.Obs.ID, ol.Obs.Type, ol.Obs.Status, ol.Obs.ArtifactPath)
 		}
-		if ol.Obs != nil && ln.MayBeStale() != ol.Obs.MayBeStale {
-			t.Fatalf("line %d %q: mayBeStale %v before decoding, decoded %v", i, ln.Raw, ln.MayBeStale(), ol.Obs.MayBeStale)
+		if ol.Obs != nil && (ln.MayBeStale() != ol.Obs.MayBeStale || ln.NeedsReview() != ol.Obs.NeedsReview || ln.StaleReason() != ol.Obs.StaleReason) {
+			t.Fatalf("line %d %q: marks %v %v %q before decoding, decoded %v %v %q", i, ln.Raw, ln.MayBeStale(), ln.NeedsReview(), ln.StaleReason(),
+				ol.Obs.MayBeStale, ol.Obs.NeedsReview, ol.Obs.StaleReason)
 		}
 		// The raw texts decide the decoded ones.
 		if d, e, ok := ln.RawTexts(); ok {

@@ -386,7 +386,9 @@ func foldsToKnown(key []byte) bool {
 // a value never starts an object).
 type indexFields struct {
 	id, typ, status, artifact string
+	staleReason               string
 	blankPattern, mayBeStale  bool
+	needsReview               bool
 	details, evidence         span
 }
 
@@ -449,8 +451,11 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			if v[0] != 't' && v[0] != 'f' && !null {
 				return f, ms, false
 			}
-			if k == kMayBeStale {
+			switch k {
+			case kMayBeStale:
 				f.mayBeStale = v[0] == 't'
+			case kNeedsReview:
+				f.needsReview = v[0] == 't'
 			}
 		case kEvidence:
 			if !null && !stringArray(v) {
@@ -480,6 +485,8 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 				f.status = intern(jsonString(v))
 			case kArtifactPath:
 				f.artifact = jsonString(v)
+			case kStaleReason:
+				f.staleReason = jsonString(v)
 			case kPattern:
 				if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 					f.blankPattern = len(bytes.TrimSpace(inner)) == 0

@@ -309,6 +309,9 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 		if !found && !ln.MayBeStale() {
 			continue // nothing to mark, nothing to clear
 		}
+		if found && ln.MayBeStale() && ln.NeedsReview() && ln.StaleReason() == ReasonPrefix+ref {
+			continue // marked already (resolved or not: nothing to change)
+		}
 		o := ln.Observation()
 		if o == nil {
 			continue

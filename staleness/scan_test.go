@@ -183,12 +183,13 @@ func TestMarkDecodesOnlyMarkedLines(t *testing.T) {
 		`{"id":"obs_b","type":"workflow","pattern":"b","status":"ready","mayBeStale":true,"staleReason":"code-ref-missing:src/b.go","needsReview":true}`,
 		`{"id":"obs_c","type":"workflow","pattern":"c","status":"ready","mayBeStale":true,"staleReason":"schema-changed"}`,
 		`{"id":"obs_d","type":"workflow","pattern":"d","status":"ready"}`,
+		`{"id":"obs_e","type":"workflow","pattern":"e","status":"ready","mayBeStale":true,"staleReason":"code-ref-missing:src/e.go","needsReview":true}`,
 	}, "\n") + "\n"))
-	marked := Mark(log, []Finding{{ID: "obs_d", Ref: "src/d.go"}})
+	marked := Mark(log, []Finding{{ID: "obs_d", Ref: "src/d.go"}, {ID: "obs_e", Ref: "src/e.go"}})
 	if len(marked) != 2 || marked[0].Obs.ID != "obs_b" || marked[0].StaleReason != "code-ref-missing:src/b.go" || marked[1].Obs.ID != "obs_d" || marked[1].MayBeStale {
 		t.Fatalf("Mark = %+v", marked)
 	}
-	for i, want := range []bool{false, true, true, true} {
+	for i, want := range []bool{false, true, true, true, false} { // obs_e: marked already
 		if got := log.Lines[i].Decoded(); got != want {
 			t.Errorf("line %d decoded %v, want %v", i, got, want)
 		}
