@@ -107,83 +107,58 @@ func engineRows(bin, tmp string) {
 	// session start's pass left its caches): the first reconcile after.
 	clean := filepath.Join(tmp, "legacy-clean")
 	check(fixture.Generate(clean, spec))
-	var after []time.Duration
-	var gotAfter counts
-	for r := 0; r <= *runs; r++ {
-		dir := filepath.Join(tmp, fmt.Sprintf("after-%d", r))
-		check(copyTree(clean, dir))
-		retarget(dir, clean)
-		settle(bin, dir)
-		for i, p := range arts[:300] {
-			rel, err := filepath.Rel(src, p)
-			check(err)
-			q := filepath.Join(dir, rel)
-			if i < 100 {
-				check(os.Remove(q))
-				continue
+	// afterChanges times the first reconcile after the changes made to a
+	// settled copy of clean (in a git repository when inGit: memory and
+	// artifacts committed, the changes not), and returns its counts.
+	afterChanges := func(name string, inGit bool) ([]time.Duration, counts) {
+		var ds []time.Duration
+		var n counts
+		for r := 0; r <= *runs; r++ {
+			dir := filepath.Join(tmp, fmt.Sprintf("%s-%d", name, r))
+			check(copyTree(clean, dir))
+			retarget(dir, clean)
+			if inGit {
+				for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.email=bench@example.com", "-c", "user.name=bench", "commit", "-qm", "memory"}} {
+					c := exec.Command("git", args...)
+					c.Dir = dir
+					if out, err := c.CombinedOutput(); err != nil {
+						fmt.Fprintf(os.Stderr, "figures: git %v: %v\n%s", args, err, out)
+						os.Exit(1)
+					}
+				}
 			}
-			b, err := os.ReadFile(q)
-			check(err)
-			check(os.WriteFile(q, append(b, "\nEdited by a person.\n"...), 0o644))
+			settle(bin, dir)
+			for i, p := range arts[:300] {
+				rel, err := filepath.Rel(src, p)
+				check(err)
+				q := filepath.Join(dir, rel)
+				if i < 100 {
+					check(os.Remove(q))
+					continue
+				}
+				b, err := os.ReadFile(q)
+				check(err)
+				check(os.WriteFile(q, append(b, "\nEdited by a person.\n"...), 0o644))
+			}
+			c := exec.Command(bin, "--root", dir, "reconcile", "--json")
+			d, _ := runOnce(c, "")
+			if r > 0 {
+				ds = append(ds, d)
+			} else {
+				n = lastCounts(c)
+			}
+			os.RemoveAll(dir)
 		}
-		c := exec.Command(bin, "--root", dir, "reconcile", "--json")
-		d, _ := runOnce(c, "")
-		if r > 0 {
-			after = append(after, d)
-		} else {
-			gotAfter = lastCounts(c)
+		if n != got[1] {
+			fmt.Fprintf(os.Stderr, "figures: the reconcilers disagree: learnwatch (%s) %+v, devflow %+v\n", name, n, got[1])
+			os.Exit(1)
 		}
-		os.RemoveAll(dir)
+		return ds, n
 	}
-	if gotAfter != got[1] {
-		fmt.Fprintf(os.Stderr, "figures: the reconcilers disagree: learnwatch (after a settled pass) %+v, devflow %+v\n", gotAfter, got[1])
-		os.Exit(1)
-	}
+	after, gotAfter := afterChanges("after", false)
 	row(fmt.Sprintf("first reconcile after the same changes to a memory reconciled before them (its caches in place): %d deletions, %d edits (legacy, 10k)", gotAfter.Deletions, gotAfter.Edits),
 		median(after), "devflow `reconcile-manifest` (node), same counts", median(ts[1]))
-
-	// The same in a git repository, as users have it: the memory and the
-	// artifacts committed, the changes not (staleness checks HEAD).
-	var inGit []time.Duration
-	var gotGit counts
-	for r := 0; r <= *runs; r++ {
-		dir := filepath.Join(tmp, fmt.Sprintf("git-after-%d", r))
-		check(copyTree(clean, dir))
-		retarget(dir, clean)
-		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.email=bench@example.com", "-c", "user.name=bench", "commit", "-qm", "memory"}} {
-			c := exec.Command("git", args...)
-			c.Dir = dir
-			if out, err := c.CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "figures: git %v: %v\n%s", args, err, out)
-				os.Exit(1)
-			}
-		}
-		settle(bin, dir)
-		for i, p := range arts[:300] {
-			rel, err := filepath.Rel(src, p)
-			check(err)
-			q := filepath.Join(dir, rel)
-			if i < 100 {
-				check(os.Remove(q))
-				continue
-			}
-			b, err := os.ReadFile(q)
-			check(err)
-			check(os.WriteFile(q, append(b, "\nEdited by a person.\n"...), 0o644))
-		}
-		c := exec.Command(bin, "--root", dir, "reconcile", "--json")
-		d, _ := runOnce(c, "")
-		if r > 0 {
-			inGit = append(inGit, d)
-		} else {
-			gotGit = lastCounts(c)
-		}
-		os.RemoveAll(dir)
-	}
-	if gotGit != got[1] {
-		fmt.Fprintf(os.Stderr, "figures: the reconcilers disagree: learnwatch (in git, after a settled pass) %+v, devflow %+v\n", gotGit, got[1])
-		os.Exit(1)
-	}
+	inGit, gotGit := afterChanges("git-after", true)
 	row(fmt.Sprintf("same, in a git repository (memory and artifacts committed, the changes not): %d deletions, %d edits (legacy, 10k)", gotGit.Deletions, gotGit.Edits),
 		median(inGit), "devflow `reconcile-manifest` (node), same counts", median(ts[1]))
 
