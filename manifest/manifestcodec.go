@@ -357,6 +357,38 @@ var entryKeyNames = []string{"observationId", "type", "path", "contentHash", "re
 // entry decodes the entry object at b[i] in any layout; it returns the
 // index after it, or -1 for anything decodeJSON might read otherwise.
 func (d *decoder) entry(i int, e *Entry) int {
+	return d.object(i, func(key []byte, j int) (int, int) {
+		switch string(key) {
+		case "observationId":
+			return d.string(j, &e.ObservationID), eObservationID
+		case "type":
+			return d.string(j, &e.Type), eType
+		case "path":
+			return d.string(j, &e.Path), ePath
+		case "contentHash":
+			return d.string(j, &e.ContentHash), eContentHash
+		case "renderedAt":
+			return d.string(j, &e.RenderedAt), eRenderedAt
+		case "anchorId":
+			return d.string(j, &e.AnchorID), eAnchorID
+		case "deleted":
+			return d.deletion(j, &e.Deleted), eDeleted
+		}
+		if foldsToAny(key, entryKeyNames) {
+			return -1, 0 // encoding/json fills the field from it too
+		}
+		e.extra, j = d.unknown(j, key, e.extra)
+		return j, 0
+	})
+}
+
+// object walks the object whose '{' is at b[i] member by member: member
+// decodes the value of key at b[j] and returns the index after it (-1
+// refuses the object) and the key's bit among the fields it knows (0 for
+// any other key). A known key seen twice refuses the object as well —
+// whatever member wrote is then dropped with the rest: decodeJSON reads
+// the file. It returns the index after the object, or -1.
+func (d *decoder) object(i int, member func(key []byte, j int) (int, int)) int {
 	b := d.data
 	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -368,48 +400,11 @@ func (d *decoder) entry(i int, e *Entry) int {
 		if !ok {
 			return -1
 		}
-		i = j
 		var bit int
-		var field *string
-		switch string(key) {
-		case "observationId":
-			bit, field = eObservationID, &e.ObservationID
-		case "type":
-			bit, field = eType, &e.Type
-		case "path":
-			bit, field = ePath, &e.Path
-		case "contentHash":
-			bit, field = eContentHash, &e.ContentHash
-		case "renderedAt":
-			bit, field = eRenderedAt, &e.RenderedAt
-		case "anchorId":
-			bit, field = eAnchorID, &e.AnchorID
-		case "deleted":
-			bit = eDeleted
-		default:
-			for _, k := range entryKeyNames {
-				if strings.EqualFold(string(key), k) {
-					return -1 // encoding/json fills the field from it too
-				}
-			}
-			if e.extra, i = d.unknown(i, key, e.extra); i < 0 {
-				return -1
-			}
+		if i, bit = member(key, j); i < 0 || have&bit != 0 {
+			return -1
 		}
-		if bit != 0 {
-			if have&bit != 0 {
-				return -1
-			}
-			have |= bit
-			if field != nil {
-				i = d.string(i, field)
-			} else {
-				i = d.deletion(i, &e.Deleted)
-			}
-			if i < 0 {
-				return -1
-			}
-		}
+		have |= bit
 		var closed bool
 		if i, closed = d.next(i, '}'); i < 0 {
 			return -1
@@ -418,6 +413,17 @@ func (d *decoder) entry(i int, e *Entry) int {
 			return i
 		}
 	}
+}
+
+// foldsToAny reports whether key equals one of names under Unicode case
+// folding (encoding/json matches keys that way).
+func foldsToAny(key []byte, names []string) bool {
+	for _, k := range names {
+		if strings.EqualFold(string(key), k) {
+			return true
+		}
+	}
+	return false
 }
 
 // string decodes the string (or null) at b[i] into *s as encoding/json
@@ -464,60 +470,24 @@ func (d *decoder) deletion(i int, del **Deletion) int {
 	}
 	r := &Deletion{}
 	*del = r
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1
-	}
-	var have int
-	for {
-		key, j, ok := d.key(i)
-		if !ok {
-			return -1
-		}
-		i = j
-		var bit int
-		var field *string
+	return d.object(i, func(key []byte, j int) (int, int) {
 		switch string(key) {
 		case "at":
-			bit, field = 1, &r.At
+			return d.string(j, &r.At), 1
 		case "status":
-			bit, field = 2, &r.Status
+			return d.string(j, &r.Status), 2
 		case "confidence":
-			bit = 4
+			return d.float(j, &r.Confidence), 4
 		case "deprecatedAt":
-			bit, field = 8, &r.DeprecatedAt
+			return d.string(j, &r.DeprecatedAt), 8
 		case "head":
-			bit, field = 16, &r.Head
-		default:
-			for _, k := range deletionKeyNames {
-				if strings.EqualFold(string(key), k) {
-					return -1
-				}
-			}
-			i = validValue(b, i, 0) // encoding/json skips it
+			return d.string(j, &r.Head), 16
 		}
-		if bit != 0 {
-			if have&bit != 0 {
-				return -1
-			}
-			have |= bit
-			if field != nil {
-				i = d.string(i, field)
-			} else {
-				i = d.float(i, &r.Confidence)
-			}
+		if foldsToAny(key, deletionKeyNames) {
+			return -1, 0
 		}
-		if i < 0 {
-			return -1
-		}
-		var closed bool
-		if i, closed = d.next(i, '}'); i < 0 {
-			return -1
-		}
-		if closed {
-			return i
-		}
-	}
+		return validValue(b, j, 0), 0 // encoding/json skips it
+	})
 }
 
 var deletionKeyNames = []string{"at", "status", "confidence", "deprecatedAt", "head"}
