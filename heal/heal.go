@@ -989,16 +989,9 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
-		if !inbox.Pending(root) {
-			return Result{}, nil
-		} // else: the drain below creates the log
-	} else if err != nil {
-		return Result{}, err
-	}
 	asked := time.Now()
-	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
-	if err != nil {
+	lock, drained, err := inbox.LockLog(ctx, root, opts.LockTimeout)
+	if err != nil || lock == nil {
 		return Result{}, err
 	}
 	defer lock.Release()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Lock takes the learning lock of root (waiting up to timeout), completes
@@ -61,6 +63,21 @@ func Lock(ctx context.Context, root string, timeout time.Duration) (*manifest.Lo
 		return nil, res, err
 	}
 	return lock, res, nil
+}
+
+// LockLog is Lock for a pass over the learning log: with no log and no
+// inbox item to create it there is nothing to do, and it returns a nil
+// lock without taking it (nor an error). A log that cannot be looked at
+// is an error.
+func LockLog(ctx context.Context, root string, timeout time.Duration) (*manifest.Lock, Result, error) {
+	if _, err := safefs.Lstat(manifest.PathsFor(root).Log); errors.Is(err, os.ErrNotExist) {
+		if !Pending(root) {
+			return nil, Result{}, nil
+		} // else: the drain creates the log
+	} else if err != nil {
+		return nil, Result{}, err
+	}
+	return Lock(ctx, root, timeout)
 }
 
 // Pending reports whether items are queued (cheap: one directory read), for

@@ -80,16 +80,12 @@ func Run(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	if _, err := safefs.Lstat(p.Log); errors.Is(err, os.ErrNotExist) {
-		if !inbox.Pending(root) {
-			return Result{Rendered: []Rendered{}}, nil
-		} // else: the drain below creates the log
-	} else if err != nil {
-		return Result{}, err
-	}
-	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
+	lock, drained, err := inbox.LockLog(ctx, root, opts.LockTimeout)
 	if err != nil {
 		return Result{}, err
+	}
+	if lock == nil {
+		return Result{Rendered: []Rendered{}}, nil
 	}
 	defer lock.Release()
 	st, err := Load(p)
