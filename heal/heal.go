@@ -354,12 +354,8 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
 		Verified: map[string]bool{}}
 	res := manifest.NewResolver(root)
-	for path := range known {
-		if known.Dir(path) {
-			res.Seen(path, true)
-		} else if _, ok := known.Regular(path); ok {
-			res.Seen(path, false)
-		}
+	if known != nil {
+		res.Trust(known)
 	}
 	vouched := map[string]statcache.Entry{}
 	// scope are the manifest entries whose files this pass looks at: all

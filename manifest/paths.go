@@ -40,27 +40,23 @@ type Resolver struct {
 	root     string
 	realRoot string
 	safeDirs map[string]bool
-	// files are the regular files a caller saw (Seen): their last
-	// component is not stat'ed again.
-	files map[string]bool
+	// seen, when set, is what the caller's own stats found moments ago
+	// (Trust): those paths are not stat'ed again.
+	seen Seen
 }
 
-// Seen tells the resolver what an lstat of abs (an absolute path below
-// the root, spelt as the resolver joins it) found moments ago: a directory
-// (dir) or a regular file — never a symlink — so that Resolve need not
-// stat it again. A caller that stat'ed every path of a pass just before it
-// (the engine's replay check) saves a stat per path component; anything it
-// did not see is stat'ed as before.
-func (r *Resolver) Seen(abs string, dir bool) {
-	if dir {
-		r.safeDirs[abs] = true
-		return
-	}
-	if r.files == nil {
-		r.files = map[string]bool{}
-	}
-	r.files[abs] = true
+// Seen is what a caller's lstats found of paths below the root moments
+// ago, by absolute path spelt as the resolver joins it: a real directory
+// (never a symlink to one), a regular file. A caller that stat'ed every
+// path of a pass just before it (the engine's replay check) spares Resolve
+// a stat per path component; anything else is stat'ed as before.
+type Seen interface {
+	SeenDir(abs string) bool
+	SeenFile(abs string) bool
 }
+
+// Trust makes Resolve take what s saw instead of stat'ing those paths.
+func (r *Resolver) Trust(s Seen) { r.seen = s }
 
 // NewResolver returns a Resolver for root.
 func NewResolver(root string) *Resolver {
@@ -121,7 +117,10 @@ func (r *Resolver) checkSymlinks(rel string) error {
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		last := i == len(parts)-1
-		if !last && r.safeDirs[cur] || last && r.files[cur] {
+		if !last && r.safeDirs[cur] {
+			continue
+		}
+		if r.seen != nil && (!last && r.seen.SeenDir(cur) || last && r.seen.SeenFile(cur)) {
 			continue
 		}
 		fi, err := os.Lstat(cur)

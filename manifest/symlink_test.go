@@ -98,7 +98,7 @@ func TestLockRefusesSymlinks(t *testing.T) {
 	}
 }
 
-// Seen spares the stats a caller took a moment before; a path it did not
+// Trust spares the stats a caller took a moment before; a path it did not
 // see is checked as ever (a symlink out of the root refused).
 func TestResolverSeen(t *testing.T) {
 	root, out := t.TempDir(), t.TempDir()
@@ -109,9 +109,11 @@ func TestResolverSeen(t *testing.T) {
 		t.Skip("no symlinks")
 	}
 	r := NewResolver(root)
-	r.Seen(filepath.Join(root, ".claude"), true)
-	r.Seen(filepath.Join(root, ".claude", "commands"), true)
-	r.Seen(filepath.Join(root, ".claude", "commands", "a.md"), false)
+	r.Trust(seenPaths{
+		filepath.Join(root, ".claude"):                     true,
+		filepath.Join(root, ".claude", "commands"):         true,
+		filepath.Join(root, ".claude", "commands", "a.md"): false,
+	})
 	if _, rel, err := r.Resolve(".claude/commands/a.md"); err != nil || rel != ".claude/commands/a.md" {
 		t.Errorf("seen path: %q %v", rel, err)
 	}
@@ -119,3 +121,10 @@ func TestResolverSeen(t *testing.T) {
 		t.Error("a symlink out of the root not seen by the caller was followed")
 	}
 }
+
+// seenPaths is a Seen: true a directory, false a regular file.
+type seenPaths map[string]bool
+
+func (s seenPaths) SeenDir(p string) bool { d, ok := s[p]; return ok && d }
+
+func (s seenPaths) SeenFile(p string) bool { d, ok := s[p]; return ok && !d }

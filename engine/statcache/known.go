@@ -25,8 +25,14 @@ func (k Known) Regular(path string) (Stat, bool) {
 	return s.Stat, true
 }
 
-// Dir reports whether path was a directory (not a symlink to one).
-func (k Known) Dir(path string) bool {
+// SeenDir reports whether path was a directory (not a symlink to one).
+func (k Known) SeenDir(path string) bool {
 	s, ok := k[path]
 	return ok && s.Type == typeDir
+}
+
+// SeenFile reports whether path was a regular file.
+func (k Known) SeenFile(path string) bool {
+	_, ok := k.Regular(path)
+	return ok
 }

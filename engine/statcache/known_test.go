@@ -33,15 +33,15 @@ func TestKnown(t *testing.T) {
 	if st, ok := k.Regular(file); !ok || st != want {
 		t.Errorf("Regular(file) = %+v %v, want %+v", st, ok, want)
 	}
-	if !k.Dir(sub) {
-		t.Error("Dir(sub) = false")
+	if !k.SeenDir(sub) || k.SeenFile(sub) {
+		t.Error("sub not seen as a directory")
 	}
 	for _, p := range []string{linkFile, linkDir, filepath.Join(dir, "missing"), filepath.Join(dir, "never stat'ed")} {
-		if _, ok := k.Regular(p); ok || k.Dir(p) {
+		if _, ok := k.Regular(p); ok || k.SeenDir(p) || k.SeenFile(p) {
 			t.Errorf("%s taken as a regular file or a directory", filepath.Base(p))
 		}
 	}
-	if _, ok := k.Regular(sub); ok || k.Dir(file) {
+	if _, ok := k.Regular(sub); ok || k.SeenDir(file) || !k.SeenFile(file) {
 		t.Error("a directory taken as a file or a file as a directory")
 	}
 }
