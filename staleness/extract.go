@@ -201,6 +201,24 @@ func addRef(refs []Ref, seen map[refKey]bool, r Ref) []Ref {
 // brackets of every kind, and the punctuation that separates paths in
 // prose, lists and option syntax.
 func isSeparator(r rune) bool {
+	if r >= 0 && r < utf8.RuneSelf {
+		return asciiSeparators[r]
+	}
+	return separatorRune(r)
+}
+
+// asciiSeparators is separatorRune of every ASCII rune, computed once:
+// most of what extraction scans is ASCII, and the unicode table lookups
+// were a sixth of a cold pass's extraction.
+var asciiSeparators = func() (t [utf8.RuneSelf]bool) {
+	for r := range t {
+		t[r] = separatorRune(rune(r))
+	}
+	return t
+}()
+
+// separatorRune is the rule isSeparator applies.
+func separatorRune(r rune) bool {
 	switch r {
 	case '`', '\'', '"', '(', ')', '[', ']', '{', '}', '<', '>', '|', ';', ',', '=':
 		return true

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 // refStrings renders refs as "path" or "path:line" for comparison.
@@ -217,5 +219,23 @@ func checkRef(t *testing.T, in string, r Ref) {
 		t.Fatalf("%q: ignored path returned %+v", in, r)
 	case !hasExtension(r.Path, nil):
 		t.Fatalf("%q: no known extension %+v", in, r)
+	}
+}
+
+// TestSeparatorTable checks the ASCII table against the rule for every
+// rune, and the rule for the runes it singles out.
+func TestSeparatorTable(t *testing.T) {
+	for r := rune(-1); r <= unicode.MaxRune+1; r++ {
+		if got, want := isSeparator(r), separatorRune(r); got != want {
+			t.Fatalf("isSeparator(%U) = %v, the rule says %v", r, got, want)
+		}
+	}
+	for _, c := range []struct {
+		r    rune
+		want bool
+	}{{' ', true}, {'\t', true}, {'`', true}, {'=', true}, {'/', false}, {'.', false}, {'_', false}, {'a', false}, {'\u00a0', true}, {'«', true}, {'é', false}, {utf8.RuneError, true}} {
+		if got := isSeparator(c.r); got != c.want {
+			t.Errorf("isSeparator(%q) = %v, want %v", c.r, got, c.want)
+		}
 	}
 }

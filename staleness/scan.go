@@ -9,7 +9,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/lifecycle"
@@ -80,6 +84,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	type entry struct {
 		id, file, heading string
 		refs              []Ref
+		gone              bool // its texts did not decode
 	}
 	var entries []entry
 	if log != nil {
@@ -104,6 +109,10 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 	if log != nil {
+		// Lines the cache does not answer are extracted after the loop,
+		// on every core (extractTexts); their entries wait in place.
+		var pending []pendingText
+		pendingAt := map[[32]byte]int{}
 		for _, ln := range log.Lines {
 			if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
 				continue
@@ -118,11 +127,13 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 				k := rawTextKey(d, e)
 				refs, hit := c.cached(k)
 				if !hit {
-					details, evidence, err := manifest.DecodeTexts(d, e)
-					if err != nil {
-						continue // the scan vouched for them: never seen
+					i, seen := pendingAt[k]
+					if !seen {
+						i = len(pending)
+						pendingAt[k] = i
+						pending = append(pending, pendingText{key: k, details: d, evidence: e})
 					}
-					refs = c.extract(k, func() []Ref { return textRefs(details, evidence, opts) })
+					pending[i].entries = append(pending[i].entries, len(entries))
 				}
 				entries = append(entries, entry{id: ln.ID(), refs: refs})
 				continue
@@ -134,6 +145,27 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
 			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
 			entries = append(entries, entry{id: o.ID, refs: refs})
+		}
+		extractTexts(pending, opts)
+		drop := false
+		for _, p := range pending {
+			if !p.ok {
+				// The scan vouched for the values: never seen. The
+				// entries go, as a line that cannot be read is not
+				// checked.
+				drop = true
+				for _, i := range p.entries {
+					entries[i].gone = true
+				}
+				continue
+			}
+			refs := c.extract(p.key, func() []Ref { return p.refs })
+			for _, i := range p.entries {
+				entries[i].refs = refs
+			}
+		}
+		if drop {
+			entries = slices.DeleteFunc(entries, func(e entry) bool { return e.gone })
 		}
 	}
 	rep := Report{Stale: []Finding{}}
@@ -232,6 +264,62 @@ func (c *Checker) cached(k [32]byte) ([]Ref, bool) {
 	}
 	return c.extract(k, nil), true
 }
+
+// pendingText is an observation's texts the extraction cache did not
+// answer: the JSON values as its line holds them, and the entries of the
+// scan that wait for their references.
+type pendingText struct {
+	key               [32]byte
+	details, evidence []byte
+	entries           []int
+	refs              []Ref
+	ok                bool // decoded and extracted
+}
+
+// extractTexts decodes and extracts the references of every pending text,
+// on as many goroutines as there are cores when there is enough to share:
+// a cold pass extracts every observation of the log, and extraction is a
+// pure function of the text.
+func extractTexts(pending []pendingText, opts Options) {
+	one := func(p *pendingText) {
+		details, evidence, err := manifest.DecodeTexts(p.details, p.evidence)
+		if err != nil {
+			return
+		}
+		p.refs, p.ok = textRefs(details, evidence, opts), true
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(pending)/minPerWorker)
+	if workers <= 1 {
+		for i := range pending {
+			one(&pending[i])
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				end := int(next.Add(extractBatch))
+				start := end - extractBatch
+				if start >= len(pending) {
+					return
+				}
+				for i := start; i < min(end, len(pending)); i++ {
+					one(&pending[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// minPerWorker is how many texts make another extraction goroutine worth
+// starting; extractBatch is how many a goroutine takes at a time.
+const (
+	minPerWorker = 256
+	extractBatch = 64
+)
 
 // rawTextKey is the extraction key of an observation read from its line:
 // the JSON values of its details and evidence as written (nil when

@@ -274,3 +274,43 @@ func TestScanRawTextsAndChangedObservations(t *testing.T) {
 		t.Errorf("the changed observation is checked as read:\n%s", render(rep))
 	}
 }
+
+// TestExtractTextsParallel runs the extraction of enough pending texts to
+// take every core and compares each result with the serial extraction of
+// the decoded texts; values that do not decode are reported, not guessed.
+func TestExtractTextsParallel(t *testing.T) {
+	opts := Options{}
+	var pending []pendingText
+	for i := range 3000 {
+		details := fmt.Sprintf("Step %d edits src/pkg%d/file%d.go:%d and `cmd/tool/main.go`, see docs/n%d.md", i, i%7, i, i%40, i%13)
+		evidence := []string{fmt.Sprintf("internal/x%d.py", i%11), "plain words only", fmt.Sprintf("«web/app%d.ts»", i%5)}
+		d, _ := json.Marshal(details)
+		e, _ := json.Marshal(evidence)
+		if i%500 == 7 {
+			e = []byte(`["unterminated`) // never from a scanned line: reported as not decoded
+		}
+		if i%3 == 0 {
+			e = nil // no evidence member
+		}
+		pending = append(pending, pendingText{details: d, evidence: e})
+	}
+	extractTexts(pending, opts)
+	for i, p := range pending {
+		details, evidence, err := manifest.DecodeTexts(p.details, p.evidence)
+		if err != nil {
+			if p.ok {
+				t.Fatalf("text %d: extracted though its values do not decode (%v)", i, err)
+			}
+			continue
+		}
+		if !p.ok {
+			t.Fatalf("text %d: not extracted", i)
+		}
+		if got, want := refStrings(p.refs), refStrings(textRefs(details, evidence, opts)); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Fatalf("text %d: parallel %v, serial %v", i, got, want)
+		}
+		if len(p.refs) == 0 {
+			t.Fatalf("text %d: no references in %q", i, details)
+		}
+	}
+}
