@@ -637,3 +637,53 @@ not json
 		t.Fatalf("WriteTo after the change:\n%s", w.String())
 	}
 }
+
+// TestParseLinesParallel scans a large generated log (every kind of line
+// genLine writes: corrupt, invalid, repeated keys, look-alike ids) on one
+// goroutine and on several, and requires the same lines field for field;
+// ParseLog of the whole takes the parallel path and must agree too.
+func TestParseLinesParallel(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	var b bytes.Buffer
+	for b.Len() < 3*parseShare {
+		b.WriteString(genLine(r))
+		b.WriteByte('\n')
+	}
+	data := b.Bytes()
+	split := func() []*Line {
+		var lines []*Line
+		for _, raw := range bytes.Split(data[:len(data)-1], []byte{'\n'}) {
+			lines = append(lines, &Line{Raw: raw})
+		}
+		return lines
+	}
+	want := split()
+	parseLines(want, 1)
+	parsed := 0
+	for _, ln := range want {
+		if ln.parsed {
+			parsed++
+		}
+	}
+	if parsed == 0 || parsed == len(want) {
+		t.Fatalf("%d of %d lines parse: the log does not mix good and bad lines", parsed, len(want))
+	}
+	for _, workers := range []int{2, 3, 7} {
+		got := split()
+		parseLines(got, workers)
+		for i := range want {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("%d workers, line %d (%q): %+v, one goroutine: %+v", workers, i, want[i].Raw, *got[i], *want[i])
+			}
+		}
+	}
+	l := ParseLog(data)
+	if len(l.Lines) != len(want) {
+		t.Fatalf("ParseLog: %d lines, want %d", len(l.Lines), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(l.Lines[i], want[i]) {
+			t.Fatalf("ParseLog line %d (%q) differs from the serial scan", i, want[i].Raw)
+		}
+	}
+}
