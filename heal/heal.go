@@ -1025,6 +1025,11 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	if cache != nil {
 		warm = opts.Warm
 	}
+	var opening *openingChecker
+	if opts.Staleness != nil {
+		opening = openStaleness(root, *opts.Staleness)
+		defer opening.wait() // a pass that ends early leaves nothing running
+	}
 	st, err := loadWarm(root, cache, touched, warm, opts.Known)
 	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
@@ -1046,7 +1051,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	}
 	res.GitAsked = st.GitAsked
 	if opts.Staleness != nil {
-		markStale(ctx, root, p, opts, st.Log, &res)
+		markStale(ctx, root, p, opts, opening, st.Log, &res)
 	}
 	// The manifest is encoded once: its bytes are written, and their sum
 	// names the state the feedback record describes.
@@ -1216,8 +1221,8 @@ func (r Result) Summary() string {
 // markStale runs the staleness pass on log under the lock and counts it
 // in res; a learning log git tracks keeps its marks unless
 // opts.MarkTracked.
-func markStale(ctx context.Context, root string, p manifest.Paths, opts Options, log *manifest.Log, res *Result) {
-	n, marked, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, log)
+func markStale(ctx context.Context, root string, p manifest.Paths, opts Options, opening *openingChecker, log *manifest.Log, res *Result) {
+	n, marked, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, opening, log)
 	res.StaleCacheErr, res.StaleInputs = cacheErr, in
 	// git is asked only when the pass changed a mark.
 	if !opts.MarkTracked && len(marked) > 0 && Tracked(root, p.Log) {
@@ -1270,7 +1275,7 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 	if !st.Log.Exists {
 		return res, nil
 	}
-	markStale(ctx, root, p, opts, st.Log, &res)
+	markStale(ctx, root, p, opts, nil, st.Log, &res)
 	if st.Log.Changed() {
 		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
 			return res, err
@@ -1286,15 +1291,49 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 // stalePass checks the knowledge files and the log's observations against
 // HEAD (the working tree outside git), marks the stale observations in log
 // and returns the number of stale references.
-func stalePass(ctx context.Context, root string, cfg config.Staleness, log *manifest.Log) (n int, marked []staleness.Marked, in staleness.Inputs, cacheErr, err error) {
+func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *openingChecker, log *manifest.Log) (n int, marked []staleness.Marked, in staleness.Inputs, cacheErr, err error) {
+	if opening == nil {
+		opening = openStaleness(root, cfg)
+	}
+	c, err := opening.wait()
+	if err != nil {
+		return 0, nil, in, nil, err
+	}
 	// Under the learning lock: the pass writes the staleness cache (a
 	// cache that cannot be written is only a warning).
-	rep, cacheErr, err := staleness.ScanTreeCached(ctx, root, staleness.Auto, cfg, log)
+	rep, cacheErr, err := staleness.ScanCached(ctx, root, c, cfg, log)
 	if err != nil {
 		return 0, nil, in, nil, err
 	}
 	marked = staleness.Mark(log, rep.Stale)
 	return len(rep.Stale), marked, rep.Inputs, cacheErr, nil
+}
+
+// openingChecker is the staleness pass's Checker being opened (the git
+// index, HEAD and the staleness cache read: milliseconds at 10,000
+// observations) on another goroutine while the pass reads and plans the
+// memory, none of which it depends on.
+type openingChecker struct {
+	done chan struct{}
+	c    *staleness.Checker
+	err  error
+}
+
+// openStaleness starts opening the Checker of a reconcile's staleness
+// pass (staleness.Auto, under the lock the caller holds).
+func openStaleness(root string, cfg config.Staleness) *openingChecker {
+	o := &openingChecker{done: make(chan struct{})}
+	go func() {
+		defer close(o.done)
+		o.c, o.err = staleness.Open(root, staleness.Auto, cfg)
+	}()
+	return o
+}
+
+// wait returns the opened Checker.
+func (o *openingChecker) wait() (*staleness.Checker, error) {
+	<-o.done
+	return o.c, o.err
 }
 
 // inputs lists the files the pass read or looked up (Result.Inputs).

@@ -68,6 +68,13 @@ func ScanTreeCached(ctx context.Context, root string, mode Mode, cfg config.Stal
 	if err != nil {
 		return Report{}, nil, err
 	}
+	return ScanCached(ctx, root, c, cfg, log)
+}
+
+// ScanCached is ScanTreeCached with a Checker the caller opened (Open,
+// with the same root and cfg), for a pass that opens it while it reads
+// the memory.
+func ScanCached(ctx context.Context, root string, c *Checker, cfg config.Staleness, log *manifest.Log) (rep Report, cacheErr, err error) {
 	rep, err = Scan(root, c.WithContext(ctx), log, OptionsFor(cfg))
 	if err != nil {
 		return Report{}, nil, err
