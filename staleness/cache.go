@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -169,15 +170,14 @@ type cacheState struct {
 	history  *cachedHistory // as read (valid for this HEAD and depth)
 	others   []treeSection  // the other modes' sections, kept as read
 	// computed: this run worked something out the cache did not hold
-	// (a save then writes); loaded counts what the cache held.
-	computed             bool
-	loadedOut, loadedEOF int
+	// (a save then writes).
+	computed bool
 	// extNew: an extraction was computed; histNew: the history walk read
 	// a commit or detected renames (both also set computed).
 	extNew, histNew bool
 	// usedOut and usedEOF are the outcomes and line checks this run
-	// asked for: only they are saved, so references that went away do
-	// not stay in the cache.
+	// asked for: a save writes only them, so references that went away
+	// leave the cache at the next save that writes (unchanged).
 	usedOut map[outcomeKey]bool
 	usedEOF map[eofKey]bool
 }
@@ -366,7 +366,6 @@ func (c *Checker) loadCache() {
 		c.cache.eof[eofKey{outcomeKey{e.Path, e.Dir, e.Rooted}, e.Line}] = e.Past
 	}
 	c.cache.hasMD, c.cache.md = sec.HasMD, sec.MD
-	c.cache.loadedOut, c.cache.loadedEOF = len(c.outcomes), len(c.cache.eof)
 }
 
 // useOptions drops cached extractions made with other options.
@@ -400,7 +399,7 @@ func (c *Checker) SaveCache() error {
 	}
 	hist := c.saveHistory()
 	if c.cache.unchanged(c.err == nil, hist) {
-		// What a save would write is what was read.
+		// The file read holds all a save would write.
 		return nil
 	}
 	data := c.encodeCache(hist)
@@ -435,7 +434,7 @@ func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 	for k, refs := range c.cache.extUsed {
 		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
 	}
-	sort.Slice(cf.Extract, func(i, j int) bool { return bytes.Compare(cf.Extract[i].Key[:], cf.Extract[j].Key[:]) < 0 })
+	slices.SortFunc(cf.Extract, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
 	cf.Trees = append(cf.Trees, c.cache.others...)
 	if c.err == nil && c.cache.treeKey != "" {
 		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey}
@@ -468,35 +467,37 @@ func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 	return appendCacheFile(append(make([]byte, 0, len(c.cache.oldBytes)+4096), head...), &cf)
 }
 
-// unchanged reports whether the cacheFile a save would write is the one
-// read, so that it need not even be encoded: withSection is whether the
-// save writes this mode's section (it does unless the Checker met an
-// error), hist the history record it writes. Anything else is left to
-// the comparison of the encoded bytes. The decoder accepts only the
-// canonical encoding, so the same cacheFile is the same bytes (but for a
-// file not written by learnwatch whose string table repeats a string: it
-// is left as it is, and reads as the same cacheFile). It holds when
+// unchanged reports whether the file read already holds everything a save
+// would write, so that it need not even be encoded: withSection is whether
+// the save writes this mode's section (it does unless the Checker met an
+// error), hist the history record it writes. Anything else is left to the
+// comparison of the encoded bytes. The file may hold more than this run
+// used (extractions of observations gone since, outcomes of references no
+// longer written): they are still right — keyed by the text, or by the
+// trees of the section — and the next save that has something to add
+// drops them, so the file never grows by skipping. A pass after a few
+// deletions then writes no cache at all (at 10,000 observations the
+// encode was 6 ms). It holds when
 //
 //   - Opts and Extract: the same options, and every extraction used came
-//     from the cache (extNew unset), as many as it held — the same set;
+//     from the cache (extNew unset);
 //   - Trees: the other modes' sections are kept as read; this mode's is
 //     the one read when the outcomes were taken from it and nothing was
-//     computed or dropped (every outcome and line check loaded was used),
-//     or, when no section is written (no tree key outside git, or an
-//     error), there was none for this mode;
+//     computed (every outcome and line check used was loaded), or, when
+//     no section is written (no tree key outside git, or an error), there
+//     was none for this mode;
 //   - History: the very record read (historyRecord hands back the record
 //     restored when the walk read nothing more), or none read and none
 //     written;
 //   - and the file read was in the order a save writes (canon).
 func (s *cacheState) unchanged(withSection bool, hist *cachedHistory) bool {
-	if s.oldBytes == nil || !s.canon || s.optsKey != s.readOpts || hist != s.readHist ||
-		s.extNew || len(s.extUsed) != len(s.extOld) {
+	if s.oldBytes == nil || !s.canon || s.optsKey != s.readOpts || hist != s.readHist || s.extNew {
 		return false
 	}
 	if !withSection || s.treeKey == "" {
 		return !s.ownRead
 	}
-	return s.treeHit && !s.computed && len(s.usedOut) == s.loadedOut && len(s.usedEOF) == s.loadedEOF
+	return s.treeHit && !s.computed
 }
 
 // canonicalCache reports whether cf is in the order SaveCache writes, with
