@@ -1051,6 +1051,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	}
 	res.GitAsked = st.GitAsked
 	if opts.Staleness != nil {
+		opening.parsed = st.parsedKnowledge()
 		markStale(ctx, root, p, opts, opening, st.Log, &res)
 	}
 	// The manifest is encoded once: its bytes are written, and their sum
@@ -1299,6 +1300,7 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *
 	if err != nil {
 		return 0, nil, in, nil, err
 	}
+	c.UseParsed(opening.parsed)
 	// Under the learning lock: the pass writes the staleness cache (a
 	// cache that cannot be written is only a warning).
 	rep, cacheErr, err := staleness.ScanCached(ctx, root, c, cfg, log)
@@ -1317,6 +1319,22 @@ type openingChecker struct {
 	done chan struct{}
 	c    *staleness.Checker
 	err  error
+	// parsed are the knowledge files the pass read and split, for the
+	// Checker (staleness.Checker.UseParsed).
+	parsed map[string]staleness.Parsed
+}
+
+// parsedKnowledge returns the knowledge files as loaded with their
+// sections, by absolute path. Heal never changes them in memory; the
+// Checker compares the bytes with the file all the same.
+func (st *State) parsedKnowledge() map[string]staleness.Parsed {
+	out := make(map[string]staleness.Parsed, len(st.Knowledge))
+	for rel, src := range st.Knowledge {
+		if secs, ok := st.Sections[rel]; ok {
+			out[filepath.Join(st.Root, filepath.FromSlash(rel))] = staleness.Parsed{Src: src, Sections: secs}
+		}
+	}
+	return out
 }
 
 // openStaleness starts opening the Checker of a reconcile's staleness

@@ -86,6 +86,7 @@ type Checker struct {
 	mode   Mode
 	source string
 	depth  int
+	parsed map[string]Parsed // UseParsed
 
 	repo   *git.Repository // nil outside git
 	prefix string          // root relative to the worktree top, "" or "dir/"

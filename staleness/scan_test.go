@@ -3,11 +3,13 @@ package staleness
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
 )
 
 const decisions = `<!-- TL;DR: 2 decisions. Key: ADR-001, ADR-003 -->
@@ -312,5 +314,51 @@ func TestExtractTextsParallel(t *testing.T) {
 		if len(p.refs) == 0 {
 			t.Fatalf("text %d: no references in %q", i, details)
 		}
+	}
+}
+
+// TestScanUseParsed: sections handed over for a knowledge file are taken
+// when the file holds the bytes they were split from, and ignored when it
+// does not (the file changed since the caller read it).
+func TestScanUseParsed(t *testing.T) {
+	r, log := scanRepo(t)
+	file := manifest.PathsFor(r.dir).Decisions
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sections of other text over the same bytes: only the ADR-003
+	// section, renamed, so a Scan that took them says so.
+	secs := markdown.Sections(src)
+	var only []markdown.Section
+	for _, s := range secs {
+		if s.ID == "ADR-001" {
+			s.ID = "ADR-901"
+			only = append(only, s)
+		}
+	}
+	if len(only) != 1 {
+		t.Fatalf("the fixture has no ADR-001 section: %+v", secs)
+	}
+	ids := func(handed []byte) []string {
+		c := open(t, r.dir, Auto)
+		c.UseParsed(map[string]Parsed{file: {Src: handed, Sections: only}})
+		rep, err := Scan(r.dir, c, log, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range rep.Stale {
+			if strings.HasPrefix(f.ID, "ADR") {
+				out = append(out, f.ID)
+			}
+		}
+		return out
+	}
+	if got := ids(src); strings.Join(got, " ") != "ADR-901" {
+		t.Errorf("same bytes: findings of %v, want the handed sections' ADR-901", got)
+	}
+	if got := ids(append([]byte("<!-- other -->\n"), src...)); strings.Join(got, " ") != "ADR-001" {
+		t.Errorf("other bytes: findings of %v, want the file's own ADR-001", got)
 	}
 }
