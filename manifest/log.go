@@ -834,24 +834,69 @@ func (l *Log) Bytes() ([]byte, error) {
 // new bytes, nil for a line written as read (fresh is nil when no line
 // changed).
 func (l *Log) encodeChanged() ([][]byte, error) {
-	var fresh [][]byte
-	for i, ln := range l.Lines {
-		if !ln.changed() {
-			continue
+	decoded := 0
+	for _, ln := range l.Lines {
+		if ln.obs != nil {
+			decoded++
 		}
-		b, ok := ln.obs.appendJSON(nil)
-		if !ok {
-			var err error
-			if b, err = json.Marshal(ln.obs); err != nil {
-				return nil, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
-			}
-		}
-		if fresh == nil {
-			fresh = make([][]byte, len(l.Lines))
-		}
-		fresh[i] = b
 	}
-	return fresh, nil
+	if decoded == 0 {
+		return nil, nil // no line was decoded or appended: none changed
+	}
+	fresh := make([][]byte, len(l.Lines))
+	// A first pass can change every line (staleness marks): the lines are
+	// independent, so they are checked and encoded on every core.
+	workers := min(runtime.GOMAXPROCS(0), decoded/encodeShare)
+	errs := make([]error, max(workers, 1))
+	encodeRuns(l.Lines, fresh, errs, workers)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range fresh {
+		if b != nil {
+			return fresh, nil
+		}
+	}
+	return nil, nil
+}
+
+// encodeShare is how many decoded lines make another goroutine worth
+// starting to check and encode them.
+const encodeShare = 2000
+
+// encodeRuns fills fresh[i] with the new bytes of each changed line of
+// lines, in contiguous runs on up to workers goroutines; errs gets the
+// first error of each run.
+func encodeRuns(lines []*Line, fresh [][]byte, errs []error, workers int) {
+	one := func(lines []*Line, fresh [][]byte, errp *error) {
+		for i, ln := range lines {
+			if !ln.changed() {
+				continue
+			}
+			b, ok := ln.obs.appendJSON(nil)
+			if !ok {
+				var err error
+				if b, err = json.Marshal(ln.obs); err != nil {
+					*errp = fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+					return
+				}
+			}
+			fresh[i] = b
+		}
+	}
+	if workers <= 1 {
+		one(lines, fresh, &errs[0])
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(lines) + workers - 1) / workers
+	for w, start := 0, 0; start < len(lines); w, start = w+1, start+per {
+		end := min(start+per, len(lines))
+		wg.Go(func() { one(lines[start:end], fresh[start:end], &errs[w]) })
+	}
+	wg.Wait()
 }
 
 // writeLines writes every line, fresh bytes for re-encoded ones, and

@@ -687,3 +687,92 @@ func TestParseLinesParallel(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeRunsParallel changes random fields of most lines of a large
+// generated log and requires the bytes encoded on several goroutines to
+// be those encoded on one, line for line; Bytes of the whole (which takes
+// the parallel path) must be the serial bytes too.
+func TestEncodeRunsParallel(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	var b bytes.Buffer
+	for n := 0; n < 3*encodeShare; {
+		line := genLine(r)
+		for _, ln := range ParseLog([]byte(line)).Lines {
+			if ln.Observation() != nil {
+				n++
+			}
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	l := ParseLog(b.Bytes())
+	changed := 0
+	for _, ln := range l.Lines {
+		o := ln.Observation()
+		if o == nil {
+			continue
+		}
+		if r.Intn(4) > 0 {
+			change(r, o)
+			changed++
+		}
+		if _, err := json.Marshal(o); err != nil {
+			o.Confidence = 0.5 // read as NaN or out of range: encodable again
+		}
+	}
+	if changed < 2*encodeShare {
+		t.Fatalf("only %d lines changed", changed)
+	}
+	firstErr := func(workers int) error {
+		errs := make([]error, max(workers, 1))
+		encodeRuns(l.Lines, make([][]byte, len(l.Lines)), errs, workers)
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := firstErr(1); err != nil {
+		t.Fatalf("the changed log does not encode: %v", err)
+	}
+	// Two lines that cannot be encoded, one in the first run and one in
+	// the last: the error names the first, however many goroutines.
+	var bad []*Observation
+	for _, i := range []int{5, len(l.Lines) - 5} {
+		for ; l.Lines[i].Observation() == nil; i++ {
+		}
+		bad = append(bad, l.Lines[i].Observation())
+	}
+	for _, o := range bad {
+		o.Confidence = math.NaN()
+	}
+	for _, workers := range []int{1, 2, 3, 8} {
+		if err := firstErr(workers); err == nil || !strings.Contains(err.Error(), "encode observation "+bad[0].ID+":") {
+			t.Fatalf("%d goroutines: error %v, want one naming %q", workers, err, bad[0].ID)
+		}
+	}
+	for _, o := range bad {
+		o.Confidence = 0.5
+	}
+	want := make([][]byte, len(l.Lines))
+	encodeRuns(l.Lines, want, make([]error, 1), 1)
+	for _, workers := range []int{2, 3, 8} {
+		got := make([][]byte, len(l.Lines))
+		encodeRuns(l.Lines, got, make([]error, workers), workers)
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
+				t.Fatalf("%d workers, line %d: %q, one goroutine: %q", workers, i, got[i], want[i])
+			}
+		}
+	}
+	all, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serial bytes.Buffer
+	l.writeLines(&serial, want)
+	if !bytes.Equal(all, serial.Bytes()) {
+		t.Fatal("Bytes differs from the lines encoded on one goroutine")
+	}
+}
