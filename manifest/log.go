@@ -369,6 +369,29 @@ func (ln *Line) Observation() *Observation {
 	return ln.obs
 }
 
+// DecodeLines decodes the observations of lines (Observation), on every
+// core when there are many. The lines must be distinct, and nothing else
+// may use them meanwhile.
+func DecodeLines(lines []*Line) {
+	decode := func(lines []*Line) {
+		for _, ln := range lines {
+			ln.Observation()
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(lines)/encodeShare)
+	if workers <= 1 {
+		decode(lines)
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(lines) + workers - 1) / workers
+	for start := 0; start < len(lines); start += per {
+		run := lines[start:min(start+per, len(lines))]
+		wg.Go(func() { decode(run) })
+	}
+	wg.Wait()
+}
+
 // Parsed reports whether the line holds an observation (valid or not).
 func (ln *Line) Parsed() bool { return ln.parsed }
 

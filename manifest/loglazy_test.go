@@ -776,3 +776,30 @@ func TestEncodeRunsParallel(t *testing.T) {
 		t.Fatal("Bytes differs from the lines encoded on one goroutine")
 	}
 }
+
+// TestDecodeLinesParallel decodes a large generated log's lines on every
+// core and one by one and requires the same lines.
+func TestDecodeLinesParallel(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	var b bytes.Buffer
+	for n := 0; n < 3*encodeShare; n++ {
+		b.WriteString(genLine(r))
+		b.WriteByte('\n')
+	}
+	want, got := ParseLog(b.Bytes()), ParseLog(b.Bytes())
+	if len(got.Lines) < 2*encodeShare {
+		t.Fatalf("only %d lines", len(got.Lines))
+	}
+	for _, ln := range want.Lines {
+		ln.Observation()
+	}
+	DecodeLines(got.Lines)
+	for i := range want.Lines {
+		if !reflect.DeepEqual(got.Lines[i], want.Lines[i]) {
+			t.Fatalf("line %d (%q): decoded together %+v, alone %+v", i, want.Lines[i].Raw, *got.Lines[i], *want.Lines[i])
+		}
+		if got.Lines[i].Parsed() && !got.Lines[i].Decoded() {
+			t.Fatalf("line %d was not decoded", i)
+		}
+	}
+}

@@ -418,7 +418,9 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 			first[f.ID] = f.Ref
 		}
 	}
-	var out []Marked
+	// The lines whose marks may change are decoded first, together (on
+	// every core when there are many: a first pass marks every line).
+	var due []*manifest.Line
 	for _, ln := range log.Lines {
 		if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
 			continue
@@ -430,6 +432,12 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 		if found && ln.MayBeStale() && ln.NeedsReview() && ln.StaleReason() == ReasonPrefix+ref {
 			continue // marked already (resolved or not: nothing to change)
 		}
+		due = append(due, ln)
+	}
+	manifest.DecodeLines(due)
+	var out []Marked
+	for _, ln := range due {
+		ref, found := first[ln.ID()]
 		o := ln.Observation()
 		if o == nil {
 			continue
