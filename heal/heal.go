@@ -24,8 +24,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -386,44 +388,60 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 			hashes[e.Path] = append(hashes[e.Path], e.ContentHash)
 		}
 	}
-	read := func(p string, useCache bool) {
-		abs, rel, err := res.Resolve(p)
-		if err != nil {
-			st.Refused[p] = err
-			return
+	// Looking at an artifact is split in two: fetch resolves, stats and
+	// reads it without touching the pass's maps or the cache's entries
+	// (so that many can run at once), apply notes what it found. done
+	// says whether a path's file was looked at already.
+	done := func(rel string) bool {
+		_, ok := st.Knowledge[rel]
+		return ok || st.Missing[rel] || st.Files[rel] != nil
+	}
+	fetch := func(p string, useCache bool, skip func(rel string) bool) (f fetched) {
+		f.abs, f.rel, f.resolveErr = res.Resolve(p)
+		if f.resolveErr != nil || skip(f.rel) {
+			f.skip = f.resolveErr == nil
+			return f
 		}
-		st.Rel[p] = rel
-		if _, ok := st.Knowledge[rel]; ok || st.Missing[rel] || st.Files[rel] != nil {
-			return
-		}
-		var before statcache.Stat
-		var statted bool
-		if useCache && touched != nil && !touched[rel] {
-			if ce, ok := cache.Untouched(rel); ok && verifiesAll(ce, hashes[p]) {
-				cache.Keep(rel, ce)
-				st.Files[rel], st.Verified[rel] = []byte{}, true
-				vouched[rel] = ce
-				return
+		if useCache && touched != nil && !touched[f.rel] {
+			if ce, ok := cache.Untouched(f.rel); ok && verifiesAll(ce, hashes[p]) {
+				f.kept, f.ce = true, ce
+				return f
 			}
 		}
 		if useCache {
-			if before, statted = known.Regular(abs); !statted {
-				before, statted = statcache.Lstat(abs)
+			if f.before, f.statted = known.Regular(f.abs); !f.statted {
+				f.before, f.statted = statcache.Lstat(f.abs)
 			}
-			if ce, ok := cache.Lookup(rel, before); statted && ok && verifiesAll(ce, hashes[p]) {
-				cache.Keep(rel, ce)
-				st.Files[rel], st.Verified[rel] = []byte{}, true
-				vouched[rel] = ce
-				return
+			if ce, ok := cache.Lookup(f.rel, f.before); f.statted && ok && verifiesAll(ce, hashes[p]) {
+				f.kept, f.ce = true, ce
+				return f
 			}
 		}
-		b, err := safefs.ReadFile(abs, safefs.MaxKnowledge)
+		f.b, f.err = safefs.ReadFile(f.abs, safefs.MaxKnowledge)
+		if f.err == nil && f.statted {
+			f.after, _ = statcache.Lstat(f.abs)
+		}
+		return f
+	}
+	apply := func(p string, f fetched) {
+		if f.resolveErr != nil {
+			st.Refused[p] = f.resolveErr
+			return
+		}
+		st.Rel[p] = f.rel
+		if f.skip || done(f.rel) {
+			return
+		}
+		rel, abs, err := f.rel, f.abs, f.err
 		switch {
+		case f.kept:
+			cache.Keep(rel, f.ce)
+			st.Files[rel], st.Verified[rel] = []byte{}, true
+			vouched[rel] = f.ce
 		case err == nil:
-			st.Files[rel] = b
-			if statted {
-				after, _ := statcache.Lstat(abs)
-				cache.Record(rel, before, after, b, legacy[p])
+			st.Files[rel] = f.b
+			if f.statted {
+				cache.Record(rel, f.before, f.after, f.b, legacy[p])
 			}
 		case safefs.IsRefused(err):
 			st.Refused[p] = err
@@ -439,8 +457,20 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 			}
 		}
 	}
-	for _, e := range scope {
-		read(e.Path, cache != nil && trust[e.Path])
+	read := func(p string, useCache bool) { apply(p, fetch(p, useCache, done)) }
+	// The scope's files are looked at on every core when there are many
+	// (a first pass reads every artifact: syscalls and hashing, each file
+	// on its own); what they found is noted in the manifest's order, so
+	// the pass is the one a single goroutine makes. Only the knowledge
+	// files, loaded before, are skipped while they run.
+	inKnowledge := func(rel string) bool { _, ok := st.Knowledge[rel]; return ok }
+	found := make([]fetched, len(scope))
+	parallel(len(scope), fetchShare, func(i int) {
+		e := scope[i]
+		found[i] = fetch(e.Path, cache != nil && trust[e.Path], inKnowledge)
+	})
+	for i, e := range scope {
+		apply(e.Path, found[i])
 	}
 	// Two manifest paths may name one file (a relative and an absolute
 	// spelling): every entry of a vouched-for file must be a live,
@@ -1309,6 +1339,48 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *
 	}
 	marked = staleness.Mark(log, rep.Stale)
 	return len(rep.Stale), marked, rep.Inputs, cacheErr, nil
+}
+
+// fetched is what looking at one artifact path found (loadWarm): how it
+// resolved, whether the stat cache vouches for its content (kept), or
+// what reading it gave, with the stats around the read.
+type fetched struct {
+	abs, rel      string
+	resolveErr    error
+	skip          bool // a file looked at otherwise (a knowledge file)
+	kept          bool
+	ce            statcache.Entry
+	before, after statcache.Stat
+	statted       bool
+	b             []byte
+	err           error
+}
+
+// fetchShare is how many artifacts make another goroutine worth starting
+// to look at them.
+const fetchShare = 256
+
+// parallel calls f(i) for every i below n, on up to one goroutine per core
+// when there are share or more per goroutine, each taking a contiguous run.
+func parallel(n, share int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/share)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (n + workers - 1) / workers
+	for start := 0; start < n; start += per {
+		end := min(start+per, n)
+		wg.Go(func() {
+			for i := start; i < end; i++ {
+				f(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // openingChecker is the staleness pass's Checker being opened (the git

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // RefusedError reports a path that resolves outside the repository root.
@@ -35,10 +36,12 @@ func Resolve(root, p string) (abs, rel string, err error) {
 }
 
 // Resolver resolves many paths under one root, caching the directories
-// already found safe.
+// already found safe. It is safe for concurrent use (Trust aside).
 type Resolver struct {
 	root     string
 	realRoot string
+	// mu guards safeDirs: a pass resolves on several goroutines.
+	mu       sync.Mutex
 	safeDirs map[string]bool
 	// seen, when set, is what the caller's own stats found moments ago
 	// (Trust): those paths are not stat'ed again.
@@ -117,7 +120,7 @@ func (r *Resolver) checkSymlinks(rel string) error {
 	for i, part := range parts {
 		cur = filepath.Join(cur, part)
 		last := i == len(parts)-1
-		if !last && r.safeDirs[cur] {
+		if !last && r.safe(cur) {
 			continue
 		}
 		if r.seen != nil && (!last && r.seen.SeenDir(cur) || last && r.seen.SeenFile(cur)) {
@@ -137,8 +140,17 @@ func (r *Resolver) checkSymlinks(rel string) error {
 			}
 		}
 		if !last && fi.IsDir() || fi.Mode()&os.ModeSymlink != 0 && !last {
+			r.mu.Lock()
 			r.safeDirs[cur] = true
+			r.mu.Unlock()
 		}
 	}
 	return nil
+}
+
+// safe reports a directory checkSymlinks found safe before.
+func (r *Resolver) safe(dir string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.safeDirs[dir]
 }
