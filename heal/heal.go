@@ -24,10 +24,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -39,6 +37,7 @@ import (
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/parallel"
 	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/staleness"
 )
@@ -465,9 +464,10 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 	// files, loaded before, are skipped while they run.
 	inKnowledge := func(rel string) bool { _, ok := st.Knowledge[rel]; return ok }
 	found := make([]fetched, len(scope))
-	parallel(len(scope), fetchShare, func(i int) {
-		e := scope[i]
-		found[i] = fetch(e.Path, cache != nil && trust[e.Path], inKnowledge)
+	parallel.Ranges(len(scope), parallel.Workers(len(scope), fetchShare), func(lo, hi int) {
+		for i, e := range scope[lo:hi] {
+			found[lo+i] = fetch(e.Path, cache != nil && trust[e.Path], inKnowledge)
+		}
 	})
 	for i, e := range scope {
 		apply(e.Path, found[i])
@@ -1359,29 +1359,6 @@ type fetched struct {
 // fetchShare is how many artifacts make another goroutine worth starting
 // to look at them.
 const fetchShare = 256
-
-// parallel calls f(i) for every i below n, on up to one goroutine per core
-// when there are share or more per goroutine, each taking a contiguous run.
-func parallel(n, share int, f func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n/share)
-	if workers <= 1 {
-		for i := range n {
-			f(i)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	per := (n + workers - 1) / workers
-	for start := 0; start < n; start += per {
-		end := min(start+per, n)
-		wg.Go(func() {
-			for i := start; i < end; i++ {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // openingChecker is the staleness pass's Checker being opened (the git
 // index, HEAD and the staleness cache read: milliseconds at 10,000

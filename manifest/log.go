@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 
+	"github.com/learnwatch/learnwatch/parallel"
 	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/textsafe"
 )
@@ -373,23 +373,11 @@ func (ln *Line) Observation() *Observation {
 // core when there are many. The lines must be distinct, and nothing else
 // may use them meanwhile.
 func DecodeLines(lines []*Line) {
-	decode := func(lines []*Line) {
-		for _, ln := range lines {
+	parallel.Ranges(len(lines), parallel.Workers(len(lines), encodeShare), func(lo, hi int) {
+		for _, ln := range lines[lo:hi] {
 			ln.Observation()
 		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(lines)/encodeShare)
-	if workers <= 1 {
-		decode(lines)
-		return
-	}
-	var wg sync.WaitGroup
-	per := (len(lines) + workers - 1) / workers
-	for start := 0; start < len(lines); start += per {
-		run := lines[start:min(start+per, len(lines))]
-		wg.Go(func() { decode(run) })
-	}
-	wg.Wait()
+	})
 }
 
 // Parsed reports whether the line holds an observation (valid or not).
@@ -544,7 +532,7 @@ func ParseLog(data []byte) *Log {
 		ln.Raw = raw
 		l.Lines = append(l.Lines, ln)
 	}
-	parseLines(l.Lines, min(runtime.GOMAXPROCS(0), size/parseShare))
+	parseLines(l.Lines, parallel.Workers(size, parseShare))
 	return l
 }
 
@@ -557,20 +545,12 @@ const parseShare = 256 << 10
 // on up to workers goroutines. What each line gets does not depend on
 // the others or on the order.
 func parseLines(lines []*Line, workers int) {
-	if workers <= 1 {
+	parallel.Ranges(len(lines), workers, func(lo, hi int) {
 		var scratch []member
-		for _, ln := range lines {
+		for _, ln := range lines[lo:hi] {
 			scratch = parseLine(ln, ln.Raw, scratch)
 		}
-		return
-	}
-	var wg sync.WaitGroup
-	per := (len(lines) + workers - 1) / workers
-	for start := 0; start < len(lines); start += per {
-		run := lines[start:min(start+per, len(lines))]
-		wg.Go(func() { parseLines(run, 1) })
-	}
-	wg.Wait()
+	})
 }
 
 func parseLine(ln *Line, raw []byte, scratch []member) []member {
@@ -869,13 +849,8 @@ func (l *Log) encodeChanged() ([][]byte, error) {
 	fresh := make([][]byte, len(l.Lines))
 	// A first pass can change every line (staleness marks): the lines are
 	// independent, so they are checked and encoded on every core.
-	workers := min(runtime.GOMAXPROCS(0), decoded/encodeShare)
-	errs := make([]error, max(workers, 1))
-	encodeRuns(l.Lines, fresh, errs, workers)
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := encodeRuns(l.Lines, fresh, parallel.Workers(decoded, encodeShare)); err != nil {
+		return nil, err
 	}
 	for _, b := range fresh {
 		if b != nil {
@@ -890,11 +865,14 @@ func (l *Log) encodeChanged() ([][]byte, error) {
 const encodeShare = 2000
 
 // encodeRuns fills fresh[i] with the new bytes of each changed line of
-// lines, in contiguous runs on up to workers goroutines; errs gets the
-// first error of each run.
-func encodeRuns(lines []*Line, fresh [][]byte, errs []error, workers int) {
-	one := func(lines []*Line, fresh [][]byte, errp *error) {
-		for i, ln := range lines {
+// lines, in contiguous runs on up to workers goroutines, and returns the
+// error of the first line in the log's order that cannot be encoded.
+func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
+	var mu sync.Mutex
+	firstAt, first := len(lines), error(nil)
+	parallel.Ranges(len(lines), workers, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ln := lines[i]
 			if !ln.changed() {
 				continue
 			}
@@ -902,24 +880,18 @@ func encodeRuns(lines []*Line, fresh [][]byte, errs []error, workers int) {
 			if !ok {
 				var err error
 				if b, err = json.Marshal(ln.obs); err != nil {
-					*errp = fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+					mu.Lock()
+					if i < firstAt {
+						firstAt, first = i, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+					}
+					mu.Unlock()
 					return
 				}
 			}
 			fresh[i] = b
 		}
-	}
-	if workers <= 1 {
-		one(lines, fresh, &errs[0])
-		return
-	}
-	var wg sync.WaitGroup
-	per := (len(lines) + workers - 1) / workers
-	for w, start := 0, 0; start < len(lines); w, start = w+1, start+per {
-		end := min(start+per, len(lines))
-		wg.Go(func() { one(lines[start:end], fresh[start:end], &errs[w]) })
-	}
-	wg.Wait()
+	})
+	return first
 }
 
 // writeLines writes every line, fresh bytes for re-encoded ones, and

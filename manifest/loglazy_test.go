@@ -724,14 +724,7 @@ func TestEncodeRunsParallel(t *testing.T) {
 		t.Fatalf("only %d lines changed", changed)
 	}
 	firstErr := func(workers int) error {
-		errs := make([]error, max(workers, 1))
-		encodeRuns(l.Lines, make([][]byte, len(l.Lines)), errs, workers)
-		for _, err := range errs {
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return encodeRuns(l.Lines, make([][]byte, len(l.Lines)), workers)
 	}
 	if err := firstErr(1); err != nil {
 		t.Fatalf("the changed log does not encode: %v", err)
@@ -756,10 +749,10 @@ func TestEncodeRunsParallel(t *testing.T) {
 		o.Confidence = 0.5
 	}
 	want := make([][]byte, len(l.Lines))
-	encodeRuns(l.Lines, want, make([]error, 1), 1)
+	encodeRuns(l.Lines, want, 1)
 	for _, workers := range []int{2, 3, 8} {
 		got := make([][]byte, len(l.Lines))
-		encodeRuns(l.Lines, got, make([]error, workers), workers)
+		encodeRuns(l.Lines, got, workers)
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
 				t.Fatalf("%d workers, line %d: %q, one goroutine: %q", workers, i, got[i], want[i])

@@ -10,16 +10,14 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/parallel"
 	"github.com/learnwatch/learnwatch/safefs"
 )
 
@@ -318,38 +316,16 @@ func extractTexts(pending []pendingText, opts Options) {
 		}
 		p.refs, p.ok = textRefs(details, evidence, opts), true
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(pending)/minPerWorker)
-	if workers <= 1 {
-		for i := range pending {
+	parallel.Ranges(len(pending), parallel.Workers(len(pending), extractShare), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
 			one(&pending[i])
 		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				end := int(next.Add(extractBatch))
-				start := end - extractBatch
-				if start >= len(pending) {
-					return
-				}
-				for i := start; i < min(end, len(pending)); i++ {
-					one(&pending[i])
-				}
-			}
-		})
-	}
-	wg.Wait()
+	})
 }
 
-// minPerWorker is how many texts make another extraction goroutine worth
-// starting; extractBatch is how many a goroutine takes at a time.
-const (
-	minPerWorker = 256
-	extractBatch = 64
-)
+// extractShare is how many texts make another extraction goroutine worth
+// starting.
+const extractShare = 256
 
 // rawTextKey is the extraction key of an observation read from its line:
 // the JSON values of its details and evidence as written (nil when
