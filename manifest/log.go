@@ -876,7 +876,9 @@ func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
 			if !ln.changed() {
 				continue
 			}
-			b, ok := ln.obs.appendJSON(nil)
+			// Room for the line as read and a few members more (marks): one
+			// allocation where growing from nil made several.
+			b, ok := ln.obs.appendJSON(make([]byte, 0, len(ln.Raw)+128))
 			if !ok {
 				var err error
 				if b, err = json.Marshal(ln.obs); err != nil {
