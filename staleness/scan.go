@@ -119,6 +119,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		// on every core (extractTexts); their entries wait in place.
 		var pending []pendingText
 		pendingAt := map[[32]byte]int{}
+		var dups [][2]int // {pending, entry}: more lines with a pending text
 		for _, ln := range log.Lines {
 			if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
 				continue
@@ -133,13 +134,12 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 				k := rawTextKey(d, e)
 				refs, hit := c.cached(k)
 				if !hit {
-					i, seen := pendingAt[k]
-					if !seen {
-						i = len(pending)
-						pendingAt[k] = i
-						pending = append(pending, pendingText{key: k, details: d, evidence: e})
+					if i, seen := pendingAt[k]; seen {
+						dups = append(dups, [2]int{i, len(entries)})
+					} else {
+						pendingAt[k] = len(pending)
+						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
 					}
-					pending[i].entries = append(pending[i].entries, len(entries))
 				}
 				entries = append(entries, entry{id: ln.ID(), refs: refs})
 				continue
@@ -154,21 +154,23 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 		extractTexts(pending, opts)
 		drop := false
-		for _, p := range pending {
+		for i := range pending {
+			p := &pending[i]
 			if !p.ok {
 				// The scan vouched for the values: never seen. The
 				// entries go, as a line that cannot be read is not
 				// checked.
 				drop = true
-				for _, i := range p.entries {
-					entries[i].gone = true
-				}
+				entries[p.entry].gone = true
 				continue
 			}
-			refs := c.extract(p.key, func() []Ref { return p.refs })
-			for _, i := range p.entries {
-				entries[i].refs = refs
-			}
+			p.refs = c.extract(p.key, func() []Ref { return p.refs })
+			entries[p.entry].refs = p.refs
+		}
+		for _, d := range dups {
+			p := &pending[d[0]]
+			entries[d[1]].refs, entries[d[1]].gone = p.refs, !p.ok
+			drop = drop || !p.ok
 		}
 		if drop {
 			entries = slices.DeleteFunc(entries, func(e entry) bool { return e.gone })
@@ -216,9 +218,11 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 		}
 		rep.Checked += len(e.refs)
-		for _, f := range c.check(e.refs) { // resolveAll(all) decided them
+		from := len(rep.Stale)
+		rep.Stale = c.appendCheck(rep.Stale, e.refs) // resolveAll(all) decided them
+		for i := from; i < len(rep.Stale); i++ {
+			f := &rep.Stale[i]
 			f.ID, f.File, f.Heading = e.id, e.file, e.heading
-			rep.Stale = append(rep.Stale, f)
 		}
 		if opts.Explain {
 			where := e.id
@@ -294,12 +298,12 @@ func (c *Checker) cached(k [32]byte) ([]Ref, bool) {
 }
 
 // pendingText is an observation's texts the extraction cache did not
-// answer: the JSON values as its line holds them, and the entries of the
-// scan that wait for their references.
+// answer: the JSON values as its line holds them, and the first entry of
+// the scan that waits for their references.
 type pendingText struct {
 	key               [32]byte
 	details, evidence []byte
-	entries           []int
+	entry             int // the first entry with these texts
 	refs              []Ref
 	ok                bool // decoded and extracted
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -360,5 +361,44 @@ func TestScanUseParsed(t *testing.T) {
 	}
 	if got := ids(append([]byte("<!-- other -->\n"), src...)); strings.Join(got, " ") != "ADR-001" {
 		t.Errorf("other bytes: findings of %v, want the file's own ADR-001", got)
+	}
+}
+
+// Observations with the same texts are extracted once and each gets the
+// references, through the serial path and the one on every core alike.
+func TestScanSameTextsExtractedOnce(t *testing.T) {
+	r, _ := scanRepo(t)
+	base, err := Scan(r.dir, open(t, r.dir, Auto), nil, Options{}) // the knowledge files' references
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{3, 3 * extractShare * runtime.GOMAXPROCS(0)} {
+		var lines []string
+		for i := range n {
+			details := "uses src/util.go"
+			if i%2 == 1 {
+				details = fmt.Sprintf("text %d names src/gone%d.go", i, i)
+			}
+			lines = append(lines, obsLine(fmt.Sprintf("obs_%d", i), "created", details))
+		}
+		log := manifest.ParseLog([]byte(strings.Join(lines, "\n") + "\n"))
+		rep, err := Scan(r.dir, open(t, r.dir, Auto), log, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, f := range rep.Stale {
+			if f.Ref == "src/util.go" && f.RenamedTo == "lib/util.go" {
+				got[f.ID]++
+			}
+		}
+		for i := 0; i < n; i += 2 {
+			if got[fmt.Sprintf("obs_%d", i)] != 1 {
+				t.Fatalf("%d observations: obs_%d has %d findings for src/util.go, want 1", n, i, got[fmt.Sprintf("obs_%d", i)])
+			}
+		}
+		if rep.Checked != base.Checked+n {
+			t.Errorf("%d observations: %d references checked, want %d", n, rep.Checked, base.Checked+n)
+		}
 	}
 }
