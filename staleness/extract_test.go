@@ -3,6 +3,7 @@ package staleness
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -238,4 +239,30 @@ func TestSeparatorTable(t *testing.T) {
 			t.Errorf("isSeparator(%q) = %v, want %v", c.r, got, c.want)
 		}
 	}
+}
+
+// The shared parser is safe for concurrent use: extractions on several
+// goroutines at once (under -race) give what one gives.
+func TestExtractMarkdownConcurrent(t *testing.T) {
+	docs := []string{decisions, pitfalls,
+		"# T\n\nSee [a](./x/a.go) and *emph* `src/b.go`, <span>c.ts</span>\n\n[ref]: docs/d.md\n\n> quote e.py\n\n- item **f.rs**\n",
+		"Setext\n===\n\n| table | g.go |\n|---|---|\n\n```\nfenced.go\n```\n\n![img](assets/h.png) ~~strike i.go~~\n"}
+	want := make([]string, len(docs))
+	for i, d := range docs {
+		want[i] = strings.Join(refStrings(ExtractMarkdown([]byte(d), Options{})), " ")
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 50 {
+				i := (g + n) % len(docs)
+				if got := strings.Join(refStrings(ExtractMarkdown([]byte(docs[i]), Options{})), " "); got != want[i] {
+					t.Errorf("doc %d on goroutine %d: %s, want %s", i, g, got, want[i])
+					return
+				}
+				SplitSections([]byte(docs[i]), false)
+			}
+		})
+	}
+	wg.Wait()
 }

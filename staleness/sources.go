@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/text"
 )
@@ -110,7 +109,7 @@ func SelectSources(paths []string, globs []string, noPresets bool) []SourceFile 
 // goldmark, so "#" lines in code blocks do not count). whole keeps it one
 // section named by its first heading (an ADR's title).
 func SplitSections(src []byte, whole bool) []SourceSection {
-	doc := goldmark.DefaultParser().Parse(text.NewReader(src))
+	doc := mdParser.Parse(text.NewReader(src))
 	type cut struct {
 		at      int
 		heading string
