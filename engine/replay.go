@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -43,6 +42,7 @@ import (
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/parallel"
 )
 
 // ReplayFile is the pass replay's file in the cache directory.
@@ -280,19 +280,11 @@ func readReplay(root string) *replayRecord {
 // each other).
 func statsNow(r *replayRecord) []depStat {
 	out := make([]depStat, len(r.Paths))
-	stat := func(from, to int) {
-		for i := from; i < to; i++ {
+	parallel.Ranges(len(r.Paths), parallel.Workers(len(r.Paths), 512), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
 			out[i] = lstatDep(r.Paths[i])
 		}
-	}
-	if n := len(r.Paths); n >= 1024 && runtime.GOMAXPROCS(0) > 1 {
-		done := make(chan struct{})
-		go func() { stat(n/2, n); close(done) }()
-		stat(0, n/2)
-		<-done
-	} else {
-		stat(0, n)
-	}
+	})
 	return out
 }
 
