@@ -192,10 +192,10 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		}
 	}
 	if res.CacheErr != nil {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", res.CacheErr))
+		rep.Warnings = append(rep.Warnings, cacheWarning("stat", res.CacheErr))
 	}
 	if res.StaleCacheErr != nil {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("staleness cache not written (rebuilt by the next pass): %v", res.StaleCacheErr))
+		rep.Warnings = append(rep.Warnings, cacheWarning("staleness", res.StaleCacheErr))
 	}
 	if err != nil {
 		return rep, err
@@ -278,7 +278,7 @@ func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again b
 		}
 		rep.Result = res
 		if res.StaleCacheErr != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("staleness cache not written (rebuilt by the next pass): %v", res.StaleCacheErr))
+			rep.Warnings = append(rep.Warnings, cacheWarning("staleness", res.StaleCacheErr))
 		}
 		if err != nil {
 			e.warm.Forget()
@@ -298,7 +298,7 @@ func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again b
 			return rep, true, err
 		}
 		if err := e.cache.Flush(e.root); err != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("stat cache not written (rebuilt by the next pass): %v", err))
+			rep.Warnings = append(rep.Warnings, cacheWarning("stat", err))
 		}
 		lock.Release()
 	}
@@ -315,4 +315,10 @@ func (e *Engine) ProveWarm() bool {
 		return true
 	}
 	return e.warm.Prove(manifest.PathsFor(e.root)) || !e.warm.Valid()
+}
+
+// cacheWarning is the warning for a disposable cache (which: "stat",
+// "staleness") a pass could not write.
+func cacheWarning(which string, err error) string {
+	return fmt.Sprintf("%s cache not written (rebuilt by the next pass): %v", which, err)
 }
