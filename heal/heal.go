@@ -390,11 +390,11 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 	// Looking at an artifact is split in two: fetch resolves, stats and
 	// reads it without touching the pass's maps or the cache's entries
 	// (so that many can run at once), apply notes what it found. done
-	// says whether a path's file was looked at already.
-	done := func(rel string) bool {
-		_, ok := st.Knowledge[rel]
-		return ok || st.Missing[rel] || st.Files[rel] != nil
-	}
+	// says whether a path's file was looked at already; inKnowledge, the
+	// part of it that holds while fetches run (the knowledge files were
+	// loaded before).
+	inKnowledge := func(rel string) bool { _, ok := st.Knowledge[rel]; return ok }
+	done := func(rel string) bool { return inKnowledge(rel) || st.Missing[rel] || st.Files[rel] != nil }
 	fetch := func(p string, useCache bool, skip func(rel string) bool) (f fetched) {
 		f.abs, f.rel, f.resolveErr = res.Resolve(p)
 		if f.resolveErr != nil || skip(f.rel) {
@@ -461,8 +461,7 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 	// (a first pass reads every artifact: syscalls and hashing, each file
 	// on its own); what they found is noted in the manifest's order, so
 	// the pass is the one a single goroutine makes. Only the knowledge
-	// files, loaded before, are skipped while they run.
-	inKnowledge := func(rel string) bool { _, ok := st.Knowledge[rel]; return ok }
+	// files are skipped while they run.
 	found := make([]fetched, len(scope))
 	parallel.Ranges(len(scope), parallel.Workers(len(scope), fetchShare), func(lo, hi int) {
 		for i, e := range scope[lo:hi] {
