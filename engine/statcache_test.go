@@ -676,3 +676,55 @@ func TestSettleCalledOff(t *testing.T) {
 		t.Fatalf("files differ\nsettled:\n%s\nfull pass:\n%s", fa, fb)
 	}
 }
+
+// An artifact a checkout took away is absent, not deleted, and stays so
+// on the watcher's next passes about other files; when git stops
+// explaining it (the only branch that had it is deleted), the next pass
+// penalises it without an event on the file. Each outcome is decided
+// anew by a pass that looks at the file: the watcher's kept notes never
+// hold it as settled.
+func TestDeferredAbsentIsAskedAgain(t *testing.T) {
+	// The same commits in both roots: a penalty records HEAD.
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	tw := newTwin(t, "")
+	gitTwin(t, tw)
+	tw.kept = New(tw.a, tw.cfg, nil)
+	tw.deferred, tw.prove = true, true
+	tw.touched = map[string]bool{}
+	tw.reconcile("the kept engine's first pass")
+	arts := tw.artifacts()
+	gone, other := arts[0], arts[1]
+	// A branch whose only commit never had the artifact.
+	tw.do(func(root string) {
+		gitRun(t, root, "checkout", "-q", "-b", "bare")
+		gitRun(t, root, "rm", "-q", gone)
+		gitRun(t, root, "commit", "-q", "--amend", "-m", "bare")
+	})
+	tw.touched[gone] = true
+	if r := tw.reconcile("the checkout took it away"); r.Absent != 1 || r.Deletions != 0 {
+		t.Fatalf("after the checkout: %+v", r.Result)
+	}
+	for i := range 2 {
+		tw.do(func(root string) {
+			f, err := os.OpenFile(filepath.Join(root, other), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(f, "\nEdit %d.\n", i)
+			f.Close()
+		})
+		tw.touched[other] = true
+		if r := tw.reconcile(fmt.Sprintf("edit %d of another file", i)); r.Absent != 1 {
+			t.Fatalf("edit %d: the absent artifact is not reported: %+v", i, r.Result)
+		}
+	}
+	tw.do(func(root string) { gitRun(t, root, "branch", "-q", "-D", "main") })
+	tw.touched[other] = true // an event elsewhere runs the pass
+	if r := tw.reconcile("no branch has it any more"); r.Deletions != 1 || r.Absent != 0 {
+		t.Fatalf("once git no longer explains it: %+v", r.Result)
+	}
+	if tw.warmPasses < 3 {
+		t.Fatalf("%d passes took the kept state", tw.warmPasses)
+	}
+}

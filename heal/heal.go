@@ -237,6 +237,43 @@ type State struct {
 	// manifest entry names, as loading found them (lostKnown).
 	lost      []*manifest.Observation
 	lostKnown bool
+	// prior are the notes of the pass that left a warm state, one per
+	// manifest entry in order (nil on a pass that read the files): what
+	// is quiet there is decided without looking at it again. notes are
+	// this pass's, set by Plan, for the next one.
+	prior, notes []entryNote
+}
+
+// entryNote is what Plan found of one manifest entry: the relative path
+// its artifact resolved to ("" when it did not) and whether the outcome
+// holds as long as that file is not touched (quiet). rescope un-quiets
+// the entries of the touched files.
+type entryNote struct {
+	rel   string
+	quiet quietness
+}
+
+// quietness says why an entry's outcome cannot change until its file is
+// touched.
+type quietness uint8
+
+const (
+	notQuiet quietness = iota
+	// quietUnchanged: a live whole-file artifact whose content matches its
+	// hash (counted unchanged).
+	quietUnchanged
+	// quietGone: a penalised whole-file artifact that is still missing
+	// (its penalty stands).
+	quietGone
+)
+
+// priorNotes returns the warm state's notes when they still describe the
+// manifest's entries one for one (nil otherwise).
+func (st *State) priorNotes() []entryNote {
+	if len(st.prior) != len(st.Manifest.Entries) {
+		return nil
+	}
+	return st.prior
 }
 
 // registered lists the observations the manifest has an entry for.
@@ -269,9 +306,19 @@ func (st *State) lostSince(w *Warm) []*manifest.Observation {
 // manifest entries naming them: the pass looks at those again.
 func rescope(st *State, touched map[string]bool) []manifest.Entry {
 	redo := map[string]bool{}
-	for _, e := range st.Manifest.Entries {
-		if rel, ok := st.Rel[e.Path]; !ok || touched[rel] {
-			redo[e.Path] = true
+	if prior := st.priorNotes(); prior != nil {
+		// The notes hold each entry's resolved path: no lookup per entry.
+		for i, e := range st.Manifest.Entries {
+			if rel := prior[i].rel; rel == "" || touched[rel] {
+				redo[e.Path] = true
+				prior[i].quiet = notQuiet
+			}
+		}
+	} else {
+		for _, e := range st.Manifest.Entries {
+			if rel, ok := st.Rel[e.Path]; !ok || touched[rel] {
+				redo[e.Path] = true
+			}
 		}
 	}
 	for _, o := range st.lost {
@@ -637,7 +684,11 @@ func (st *State) askGit() {
 	}
 	var missing, back []item
 	live := liveAnchors(st)
-	for _, e := range st.Manifest.Entries {
+	prior := st.priorNotes()
+	for i, e := range st.Manifest.Entries {
+		if prior != nil && prior[i].quiet != notQuiet {
+			continue // there, or still gone: nothing to ask
+		}
 		if e.Deleted == nil && e.AnchorID == "" {
 			// The common case first: a live whole-file artifact that is
 			// there is nothing to ask git about.
@@ -712,8 +763,28 @@ func Plan(st *State, now time.Time) Result {
 	live := liveAnchors(st)
 	kept := make([]manifest.Entry, 0, len(st.Manifest.Entries))
 	res.Kept = make([]string, 0, len(st.Manifest.Entries))
+	// notes follow kept one for one: keep adds an entry with its note.
+	notes := make([]entryNote, 0, len(st.Manifest.Entries))
+	keep := func(e manifest.Entry, n entryNote) {
+		kept, notes = append(kept, e), append(notes, n)
+	}
+	prior := st.priorNotes()
 	claimed := map[string]bool{} // rel#anchor registered in the manifest
-	for _, e := range st.Manifest.Entries {
+	for i, e := range st.Manifest.Entries {
+		if prior != nil {
+			// Quiet since the last pass (its file untouched): the same
+			// outcome, without a lookup.
+			switch n := prior[i]; {
+			case n.quiet == quietUnchanged && st.NoKeptEvents:
+				res.Unchanged++
+				res.Kept = append(res.Kept, e.ObservationID)
+				keep(e, n)
+				continue
+			case n.quiet == quietGone:
+				keep(e, n)
+				continue
+			}
+		}
 		// The line only: an entry whose observation does not change (most
 		// of them) is never decoded.
 		ln := st.Log.FindLine(e.ObservationID)
@@ -726,14 +797,15 @@ func Plan(st *State, now time.Time) Result {
 			res.Refused++
 			res.RefusedPaths = append(res.RefusedPaths, e.Path)
 			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %v (left in place)", e.ObservationID, err))
-			kept = append(kept, e)
+			keep(e, entryNote{})
 			continue
 		}
 		rel := st.Rel[e.Path]
+		note := entryNote{rel: rel}
 		if err, bad := st.Unreadable[rel]; bad {
 			res.Errors++
 			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: cannot read %s: %v (left in place)", e.ObservationID, rel, err))
-			kept = append(kept, e)
+			keep(e, note)
 			continue
 		}
 		var current, legacy []byte
@@ -753,7 +825,7 @@ func Plan(st *State, now time.Time) Result {
 				if err := markdown.Check(b); err != nil {
 					res.Errors++
 					res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %s: %v (left in place)", e.ObservationID, rel, err))
-					kept = append(kept, e)
+					keep(e, note)
 					continue
 				}
 				if s, ok := findAnchor(markdown.Sections(b), e.AnchorID, e.ObservationID); ok {
@@ -774,7 +846,10 @@ func Plan(st *State, now time.Time) Result {
 					// to rebuild and self-heal.
 					delete(claimed, rel+"#"+e.AnchorID)
 				}
-				kept = append(kept, e)
+				if !found && e.AnchorID == "" {
+					note.quiet = quietGone
+				}
+				keep(e, note)
 				continue
 			}
 			if o := ln.Observation(); o != nil {
@@ -792,26 +867,26 @@ func Plan(st *State, now time.Time) Result {
 				res.Edited = append(res.Edited, id)
 				res.Events = append(res.Events, signal(e, id, typ, learn.KindEdited, "", now))
 			}
-			kept = append(kept, e)
+			keep(e, note)
 			continue
 		}
 		if !found {
 			if st.Absent[key] {
 				res.Absent++
 				res.AbsentIDs = append(res.AbsentIDs, id)
-				kept = append(kept, e)
+				keep(e, note)
 				continue
 			}
 			if st.Confirm != nil && !st.Confirm[key] {
 				res.Pending = append(res.Pending, key)
-				kept = append(kept, e)
+				keep(e, note)
 				continue
 			}
 			o := ln.Observation()
 			if o == nil {
 				// The scan vouched for a line the decoder refuses (never
 				// seen): leave the entry as it is.
-				kept = append(kept, e)
+				keep(e, note)
 				continue
 			}
 			e.Deleted = &manifest.Deletion{At: stamp, Status: o.Status, Confidence: o.Confidence, DeprecatedAt: o.DeprecatedAt, Head: st.Head}
@@ -825,7 +900,10 @@ func Plan(st *State, now time.Time) Result {
 				reason = "anchor-lost"
 			}
 			res.Events = append(res.Events, signal(e, id, typ, learn.KindDeleted, reason, now))
-			kept = append(kept, e)
+			if e.AnchorID == "" {
+				note.quiet = quietGone
+			}
+			keep(e, note)
 			continue
 		}
 		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
@@ -834,7 +912,10 @@ func Plan(st *State, now time.Time) Result {
 			if !st.NoKeptEvents {
 				res.Events = append(res.Events, signal(e, id, typ, learn.KindKept, "", now))
 			}
-			kept = append(kept, e)
+			if e.AnchorID == "" {
+				note.quiet = quietUnchanged
+			}
+			keep(e, note)
 			continue
 		}
 		e.ContentHash = manifest.Hash(current)
@@ -842,15 +923,23 @@ func Plan(st *State, now time.Time) Result {
 		res.Edits++
 		res.Edited = append(res.Edited, id)
 		res.Events = append(res.Events, signal(e, id, typ, learn.KindEdited, "", now))
-		kept = append(kept, e)
+		keep(e, note)
 	}
 	st.Manifest.Entries = kept
 	rebuild(st, sections, claimed, now, &res)
 	heal(st, sections, claimed, now, &res)
+	// Entries rebuild and heal added: looked at in full next time.
+	for _, e := range st.Manifest.Entries[len(notes):] {
+		notes = append(notes, entryNote{rel: st.Rel[e.Path]})
+	}
+	st.notes = notes
 	// Every registered knowledge anchor has a usage entry: a crash between
 	// the manifest and the usage write, or an entry rebuilt, would lose it.
 	for _, e := range st.Manifest.Entries {
-		if _, refused := st.Refused[e.Path]; e.AnchorID != "" && !refused {
+		if e.AnchorID == "" {
+			continue
+		}
+		if _, refused := st.Refused[e.Path]; !refused {
 			st.Usage.Register(e.AnchorID, now)
 		}
 	}
@@ -953,16 +1042,16 @@ func findAnchor(secs []markdown.Section, id, obsID string) (markdown.Section, bo
 // marker but are not in the manifest, when exactly one ready observation of
 // the same type has the section's title as its normalised pattern.
 func heal(st *State, sections map[string][]markdown.Section, claimed map[string]bool, now time.Time, res *Result) {
-	registered := map[string]bool{}
-	for _, e := range st.Manifest.Entries {
-		registered[e.ObservationID] = true
-	}
+	var registered map[string]bool // made for the first candidate section
 	stamp := now.UTC().Format(time.RFC3339)
 	for _, rel := range sortedKeys(st.Knowledge) {
 		src := st.Knowledge[rel]
 		for _, s := range sections[rel] {
 			if claimed[rel+"#"+s.ID] || !s.HasMarker {
 				continue
+			}
+			if registered == nil {
+				registered = st.registered()
 			}
 			typ := manifest.Decision
 			if s.Kind == markdown.PF {
@@ -1295,6 +1384,7 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 	lent := opts.Warm.usable(p, map[string]bool{})
 	if lent {
 		opts.Warm.lend(st)
+		st.notes = st.prior // the manifest is not planned here: its notes stand
 	} else {
 		if st.Log, err = manifest.ReadLog(p.Log); err != nil {
 			opts.Warm.Forget()

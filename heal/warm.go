@@ -146,7 +146,7 @@ func (w *Warm) lend(st *State) (vouched map[string]statcache.Entry) {
 	st.Usage, st.Knowledge, st.Sections = w.st.Usage, w.st.Knowledge, w.st.Sections
 	st.Files, st.Verified, st.Missing = w.st.Files, w.st.Verified, w.st.Missing
 	st.Unreadable, st.Refused, st.Rel = w.st.Unreadable, w.st.Refused, w.st.Rel
-	st.vouched, st.lost = w.st.vouched, w.st.lost
+	st.vouched, st.lost, st.prior = w.st.vouched, w.st.lost, w.st.notes
 	return w.st.vouched
 }
 
@@ -181,7 +181,7 @@ func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
 	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: !w.files[1].absent,
 		Usage: st.Usage, Knowledge: st.Knowledge, Sections: st.Sections,
 		Files: st.Files, Verified: st.Verified, Missing: st.Missing, Unreadable: st.Unreadable,
-		Refused: st.Refused, Rel: st.Rel, vouched: st.vouched, lost: st.lost}
+		Refused: st.Refused, Rel: st.Rel, vouched: st.vouched, lost: st.lost, notes: st.notes}
 	if w.st.vouched == nil {
 		w.st.vouched = map[string]statcache.Entry{}
 	}
