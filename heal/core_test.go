@@ -223,3 +223,29 @@ func TestConcurrentInProcess(t *testing.T) {
 		}
 	}
 }
+
+// A staged write is committed once, or dropped (its file removed) when
+// the pass ends without committing it; a staging that failed has nothing
+// to drop and reports its error at commit.
+func TestStagedCommitOrDrop(t *testing.T) {
+	var commits, aborts int
+	ok := func() (func() error, func(), error) {
+		return func() error { commits++; return nil }, func() { aborts++ }, nil
+	}
+	s := stage(ok)
+	if err := s.commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.drop()
+	stage(ok).drop()
+	failed := stage(func() (func() error, func(), error) { return nil, nil, fmt.Errorf("disk full") })
+	if err := failed.commit(); err == nil || err.Error() != "disk full" {
+		t.Fatalf("commit of a failed staging: %v", err)
+	}
+	failed.drop()
+	var none *staged
+	none.drop()
+	if commits != 1 || aborts != 1 {
+		t.Fatalf("commits %d, aborts %d; want 1 and 1", commits, aborts)
+	}
+}

@@ -1172,6 +1172,22 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		opening.parsed = st.parsedKnowledge()
 		markStale(ctx, root, p, opts, opening, st.Log, &res)
 	}
+	// The log and the manifest are staged (written under temporary names
+	// and synced) on other goroutines while the manifest is summed and
+	// the feedback record prepared; write commits them in the order a
+	// crash relies on: the record, the log, the manifest. A pass that
+	// ends early leaves no temporary file.
+	var logW, manifestW *staged
+	if st.Log.Changed() {
+		logW = stage(func() (func() error, func(), error) {
+			s, err := manifest.StageLog(p.Log, st.Log)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.Commit, s.Abort, nil
+		})
+		defer logW.drop()
+	}
 	// The manifest is encoded once: its bytes are written, and their sum
 	// names the state the feedback record describes.
 	var manifestBytes []byte
@@ -1181,6 +1197,14 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 			return res, fmt.Errorf("encode manifest: %w", err)
 		}
 		manifestBytes = b
+		manifestW = stage(func() (func() error, func(), error) {
+			s, err := manifest.StageFile(p.Manifest, b, 0o644)
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.Commit, s.Abort, nil
+		})
+		defer manifestW.drop()
 	}
 	var pass *journal.Pass
 	if opts.Feedback {
@@ -1193,7 +1217,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 			return res, fmt.Errorf("record feedback: %w", err)
 		}
 	}
-	if err := write(st, p, manifestBytes, usageBefore, &res); err != nil {
+	if err := write(st, p, logW, manifestW, usageBefore, &res); err != nil {
 		return res, err
 	}
 	if pass != nil {
@@ -1230,11 +1254,11 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	return res, nil
 }
 
-// write writes what the pass changed: the log, the manifest (its bytes,
-// nil when it is not due), the usage file.
-func write(st *State, p manifest.Paths, manifestBytes []byte, usageBefore int, res *Result) error {
-	if st.Log.Changed() {
-		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
+// write writes what the pass changed: it commits the log and the manifest
+// (staged: nil when unchanged, not due), then writes the usage file.
+func write(st *State, p manifest.Paths, logW, manifestW *staged, usageBefore int, res *Result) error {
+	if logW != nil {
+		if err := logW.commit(); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Log)
@@ -1247,8 +1271,8 @@ func write(st *State, p manifest.Paths, manifestBytes []byte, usageBefore int, r
 			return err
 		}
 	}
-	if manifestBytes != nil {
-		if err := manifest.WriteFile(p.Manifest, manifestBytes, 0o644); err != nil {
+	if manifestW != nil {
+		if err := manifestW.commit(); err != nil {
 			return err
 		}
 		res.Wrote = append(res.Wrote, p.Manifest)
@@ -1268,6 +1292,49 @@ func write(st *State, p manifest.Paths, manifestBytes []byte, usageBefore int, r
 		res.Wrote = append(res.Wrote, p.Usage)
 	}
 	return nil
+}
+
+// staged is a file being staged on another goroutine (manifest.Staged,
+// manifest.LogStage): committed by commit, else removed by drop.
+type staged struct {
+	done      chan struct{}
+	err       error
+	doCommit  func() error
+	doAbort   func()
+	committed bool
+}
+
+// stage runs f, which stages a file and returns how to commit or drop it,
+// on another goroutine.
+func stage(f func() (commit func() error, abort func(), err error)) *staged {
+	s := &staged{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.doCommit, s.doAbort, s.err = f()
+	}()
+	return s
+}
+
+// commit waits for the file to be staged and replaces its path with it.
+func (s *staged) commit() error {
+	<-s.done
+	if s.err != nil {
+		return s.err
+	}
+	s.committed = true
+	return s.doCommit()
+}
+
+// drop waits for a staging that was not committed and removes its file
+// (nil: nothing staged).
+func (s *staged) drop() {
+	if s == nil {
+		return
+	}
+	<-s.done
+	if s.err == nil && !s.committed {
+		s.doAbort()
+	}
 }
 
 // manifestDue reports whether reconcile writes the manifest: it did not

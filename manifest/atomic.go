@@ -56,12 +56,39 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // buffer) instead of held in memory; an error from write leaves path as it
 // was.
 func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := safefs.MkdirAll(dir); err != nil {
+	s, err := stageFrom(path, perm, write)
+	if err != nil {
 		return err
 	}
-	if err := safefs.CheckRegular(path); err != nil {
+	return s.Commit()
+}
+
+// Staged is a file written in full, and synced, under a temporary name
+// next to the path it is to replace: WriteFile's first half. Commit
+// replaces the path with it, Abort drops it. Staging writes nothing a
+// reader sees, so several files can be staged at once and committed in
+// the order their readers rely on.
+type Staged struct {
+	path, tmp string
+}
+
+// StageFile stages data for path (WriteFile without the rename).
+func StageFile(path string, data []byte, perm os.FileMode) (*Staged, error) {
+	return stageFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
+	})
+}
+
+// stageFrom writes what write writes to a new temporary file next to
+// path, created with O_EXCL, and syncs it; on error it leaves nothing.
+func stageFrom(path string, perm os.FileMode, write func(io.Writer) error) (*Staged, error) {
+	dir := filepath.Dir(path)
+	if err := safefs.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	if err := safefs.CheckRegular(path); err != nil {
+		return nil, err
 	}
 	var f *os.File
 	var tmp string
@@ -76,13 +103,13 @@ func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) e
 			break
 		}
 		if !os.IsExist(err) || i > 10 {
-			return fmt.Errorf("create temp file for %s: %w", path, err)
+			return nil, fmt.Errorf("create temp file for %s: %w", path, err)
 		}
 	}
-	fail := func(err error) error {
+	fail := func(err error) (*Staged, error) {
 		f.Close()
 		os.Remove(tmp)
-		return err
+		return nil, err
 	}
 	if err := failpoint.Inject("write:" + filepath.Base(path)); err != nil {
 		return fail(fmt.Errorf("write %s: %w", path, err))
@@ -99,13 +126,26 @@ func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) e
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("close %s: %w", path, err)
+		return nil, fmt.Errorf("close %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", path, err)
+	return &Staged{path: path, tmp: tmp}, nil
+}
+
+// Commit renames the staged file over its path and syncs the directory.
+func (s *Staged) Commit() error {
+	if err := os.Rename(s.tmp, s.path); err != nil {
+		os.Remove(s.tmp)
+		return fmt.Errorf("replace %s: %w", s.path, err)
 	}
-	return syncDir(dir)
+	return syncDir(filepath.Dir(s.path))
+}
+
+// Abort removes the staged file (nil: nothing staged); path is left as it
+// was.
+func (s *Staged) Abort() {
+	if s != nil {
+		os.Remove(s.tmp)
+	}
 }
 
 // AppendLine appends one line (a trailing newline is added) to path with a

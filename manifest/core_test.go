@@ -533,3 +533,87 @@ func FuzzParseLog(f *testing.F) {
 		_ = n
 	})
 }
+
+// A staged file is invisible until Commit: the path keeps its content
+// while staged and after Abort (with no temp file left); several files
+// staged at once are committed in the caller's order.
+func TestStageCommitAndAbort(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	for _, p := range []string{a, b} {
+		if err := WriteFile(p, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa, err := StageFile(a, []byte("new a"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := StageFile(b, []byte("new b"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{a, b} {
+		if got, _ := os.ReadFile(p); string(got) != "old" {
+			t.Fatalf("%s while staged: %q", p, got)
+		}
+	}
+	if err := sa.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(a); string(got) != "new a" {
+		t.Fatalf("a after Commit: %q", got)
+	}
+	sb.Abort()
+	if got, _ := os.ReadFile(b); string(got) != "old" {
+		t.Fatalf("b after Abort: %q", got)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Fatalf("directory holds %d files, want a.json and b.json only", len(ents))
+	}
+	var none *Staged
+	none.Abort() // nothing staged: nothing to do
+}
+
+// A staged log leaves the file and the Log as they were until Commit, and
+// Abort drops it: the Log still has its change to write. Committed, the
+// file holds what WriteLog writes.
+func TestStageLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	data := benchLog(50)
+	if err := WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Find("obs_g3").Pattern = "staged"
+	want, err := l.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StageLog(path, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+		t.Fatal("the log changed while staged")
+	}
+	s.Abort()
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) || !l.Changed() {
+		t.Fatalf("after Abort: file changed %v, Log changed %v", !bytes.Equal(got, data), l.Changed())
+	}
+	if s, err = StageLog(path, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) || l.Changed() {
+		t.Fatalf("after Commit: bytes equal %v, Log changed %v", bytes.Equal(got, want), l.Changed())
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Fatalf("directory holds %d files, want the log only", len(ents))
+	}
+}

@@ -957,31 +957,69 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // file: only re-encoded lines are held besides what was read. Afterwards
 // the log counts as unchanged again; observation pointers stay valid.
 func WriteLog(path string, l *Log) error {
-	fresh, err := l.encodeChanged()
+	s, err := StageLog(path, l)
 	if err != nil {
 		return err
 	}
-	var newline bool
-	err = writeFileFrom(path, 0o644, func(w io.Writer) error {
+	return s.Commit()
+}
+
+// LogStage is a log written to a temporary file, waiting to replace the
+// log file (Commit) or to be dropped (Abort): see Staged. The Log must not
+// change in between.
+type LogStage struct {
+	file    *Staged
+	l       *Log
+	fresh   [][]byte
+	newline bool
+}
+
+// StageLog writes l as WriteLog does, to a temporary file next to path. It
+// reads l only: it may run while the caller does other work that does not
+// touch l.
+func StageLog(path string, l *Log) (*LogStage, error) {
+	fresh, err := l.encodeChanged()
+	if err != nil {
+		return nil, err
+	}
+	s := &LogStage{l: l, fresh: fresh}
+	s.file, err = stageFrom(path, 0o644, func(w io.Writer) error {
 		var err error
-		newline, err = l.writeLines(w, fresh)
+		s.newline, err = l.writeLines(w, fresh)
 		return err
 	})
 	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Abort drops the staged log (nil: nothing staged).
+func (s *LogStage) Abort() {
+	if s != nil {
+		s.file.Abort()
+	}
+}
+
+// Commit replaces the log file with the staged one; the Log then holds
+// the lines as written.
+func (s *LogStage) Commit() error {
+	if err := s.file.Commit(); err != nil {
 		return err
 	}
-	for i := range fresh {
-		if fresh[i] == nil {
+	l := s.l
+	for i := range s.fresh {
+		if s.fresh[i] == nil {
 			continue
 		}
 		ln := l.Lines[i]
-		ln.Raw = fresh[i]
-		ln.obs.raw = fresh[i]
+		ln.Raw = s.fresh[i]
+		ln.obs.raw = s.fresh[i]
 		ln.obs.set, ln.obs.setOrder = nil, nil
 		ln.orig, ln.scanned = ln.obs.Clone(), false
 		ln.Invalid = ln.obs.Validate()
 	}
-	if newline {
+	if s.newline {
 		l.noFinalNewline = false
 	}
 	l.Exists = true
