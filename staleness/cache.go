@@ -175,18 +175,11 @@ type cacheState struct {
 	// extNew: an extraction was computed; histNew: the history walk read
 	// a commit or detected renames (both also set computed).
 	extNew, histNew bool
-	// usedOut and usedEOF are the outcomes and line checks this run
-	// asked for: a save writes only them, so references that went away
-	// leave the cache at the next save that writes (unchanged).
-	usedOut map[outcomeKey]bool
+	// usedEOF are the line checks this run asked for (the outcomes it
+	// asked for are marked used): a save writes only them, so references
+	// that went away leave the cache at the next save that writes
+	// (unchanged).
 	usedEOF map[eofKey]bool
-}
-
-func (s *cacheState) use(k outcomeKey) {
-	if s.usedOut == nil {
-		s.usedOut = map[outcomeKey]bool{}
-	}
-	s.usedOut[k] = true
 }
 
 func (s *cacheState) useEOF(k eofKey) {
@@ -443,7 +436,7 @@ func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 		}
 		sort.Slice(sec.Ignore, func(i, j int) bool { return sec.Ignore[i].Name < sec.Ignore[j].Name })
 		for k, o := range c.outcomes {
-			if !c.cache.usedOut[k] {
+			if !o.used {
 				continue
 			}
 			sec.Outcomes = append(sec.Outcomes, cachedOutcome{

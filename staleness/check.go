@@ -404,13 +404,26 @@ func (c *Checker) check(refs []Ref) []Finding { return c.appendCheck(nil, refs) 
 // entry's into one slice (a slice and a map per entry were most of what a
 // first pass at 100,000 observations allocated).
 func (c *Checker) appendCheck(dst []Finding, refs []Ref) []Finding {
+	outs := make([]*outcome, len(refs))
+	for i, r := range refs {
+		outs[i] = c.outcomes[keyOf(r)]
+	}
+	return c.appendChecked(dst, refs, outs)
+}
+
+// appendChecked is appendCheck with the references' outcomes (resolveAll's,
+// in refs' order): no lookup per reference.
+func (c *Checker) appendChecked(dst []Finding, refs []Ref, outs []*outcome) []Finding {
 	var buf [8]outcomeKey
 	reported := buf[:0] // the missing paths this entry reported: a few
-	for _, r := range refs {
-		k := keyOf(r)
-		o := c.outcomes[k]
+	for i, r := range refs {
+		o := outs[i]
+		if o == nil {
+			continue // not decided: nothing to report
+		}
 		switch {
 		case o.missing:
+			k := keyOf(r)
 			if !slices.Contains(reported, k) {
 				reported = append(reported, k)
 				f := Finding{Ref: r.Raw, Reason: Missing, Searched: o.searched, Truncated: o.truncated}

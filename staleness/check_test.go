@@ -1,6 +1,7 @@
 package staleness
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -386,5 +387,55 @@ func TestHeadModeStagedFileIsNotInHead(t *testing.T) {
 		if x.ResolvedAs != "" {
 			t.Errorf("%s resolved as %s (%s) against HEAD, which lacks it", x.Ref, x.ResolvedAs, x.How)
 		}
+	}
+}
+
+// resolveAll hands back each reference's outcome in order (the one the
+// map holds, so repeated references share it) and marks what it looked
+// up as used: a save writes the outcomes a run asked for and no other.
+func TestResolveAllOutcomesInOrder(t *testing.T) {
+	r := newRepo(t)
+	r.write("src/cache.go", "package src\n")
+	r.write("src/store.go", "package src\n")
+	r.write("src/gone.go", "package src\n")
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "initial")
+	r.git("rm", "-q", "src/gone.go")
+	r.git("commit", "-q", "-m", "remove gone.go")
+	c, err := Open(r.dir, Auto, config.Default().Staleness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []Ref{
+		{Raw: "src/cache.go", Path: "src/cache.go"},
+		{Raw: "src/gone.go", Path: "src/gone.go"},
+		{Raw: "src/cache.go", Path: "src/cache.go"},
+		{Raw: "src/store.go", Path: "src/store.go"},
+	}
+	outs := c.resolveAll(refs[:2])
+	again := c.resolveAll(refs) // two decided before, one repeated, one new
+	for i, o := range again {
+		if want := c.outcomes[keyOf(refs[i])]; o == nil || o != want {
+			t.Fatalf("ref %d: outcome %p, the map holds %p", i, o, want)
+		}
+		if !o.used {
+			t.Errorf("ref %d: not marked used", i)
+		}
+	}
+	if outs[0] != again[0] || again[0] != again[2] || outs[1] != again[1] {
+		t.Error("a reference decided twice, or repeated, has another outcome")
+	}
+	if again[0].found != "src/cache.go" || !again[1].missing || again[3].found != "src/store.go" {
+		t.Fatalf("outcomes: %+v %+v %+v", *again[0], *again[1], *again[3])
+	}
+	stale := c.appendChecked(nil, refs, again)
+	if len(stale) != 1 || stale[0].Ref != "src/gone.go" {
+		t.Fatalf("findings: %+v", stale)
+	}
+	// An outcome nobody asked for (loaded from a cache file, say) is not
+	// written by the next save.
+	c.outcomes[outcomeKey{path: "src/old.go"}] = &outcome{found: "src/old.go"}
+	if enc := c.encodeCache(nil); bytes.Contains(enc, []byte("src/old.go")) {
+		t.Error("an outcome no run used is written")
 	}
 }

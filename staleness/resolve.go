@@ -127,6 +127,9 @@ type outcome struct {
 	moved     string // where a missing path went (root-relative)
 	searched  int    // commits searched when no deletion was found
 	truncated bool
+	// used: a run of this Checker looked the reference up (the cache
+	// keeps the outcomes its runs used).
+	used bool
 }
 
 type outcomeKey struct {
@@ -423,23 +426,38 @@ func refSuffix(r Ref) string {
 // resolveAll decides every reference of refs not decided yet: in the
 // tree, skipped, or missing (with where it went, from the staged changes
 // and from history).
-func (c *Checker) resolveAll(refs []Ref) {
+func (c *Checker) resolveAll(refs []Ref) []*outcome {
+	// One lookup per reference decided before (most of them): its
+	// outcome is taken from the map once, and handed back in refs' order.
+	outs := make([]*outcome, len(refs))
+	var misses []int
 	var bases []string
-	for _, r := range refs {
-		if _, ok := c.outcomes[keyOf(r)]; !ok && !r.Rooted && !c.present(r.Path) {
+	for i, r := range refs {
+		if o, ok := c.outcomes[keyOf(r)]; ok {
+			o.used = true
+			outs[i] = o
+			continue
+		}
+		misses = append(misses, i)
+		if !r.Rooted && !c.present(r.Path) {
 			bases = append(bases, path.Base(r.Path))
 		}
 	}
+	if len(misses) == 0 {
+		return outs
+	}
 	c.prepareNames(bases)
 	var pending []Ref
-	for _, r := range refs {
+	for _, i := range misses {
+		r := refs[i]
 		k := keyOf(r)
-		c.cache.use(k)
-		if _, ok := c.outcomes[k]; ok {
+		if o, ok := c.outcomes[k]; ok {
+			outs[i] = o // the same reference earlier in refs
 			continue
 		}
-		o := &outcome{}
+		o := &outcome{used: true}
 		c.outcomes[k] = o
+		outs[i] = o
 		c.cache.computed = true
 		if o.found, o.how = c.resolveTree(r); o.found != "" {
 			continue
@@ -468,6 +486,7 @@ func (c *Checker) resolveAll(refs []Ref) {
 	if len(pending) > 0 {
 		c.walkHistory(pending)
 	}
+	return outs
 }
 
 // stagedMatch looks r up among the files the index no longer has but HEAD

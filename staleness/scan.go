@@ -212,14 +212,16 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 	for _, e := range entries {
 		all = append(all, e.refs...)
 	}
-	c.resolveAll(all)
+	outs := c.resolveAll(all)
+	at := 0
 	for _, e := range entries {
 		if c.ctx != nil && c.ctx.Err() != nil {
 			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 		}
 		rep.Checked += len(e.refs)
 		from := len(rep.Stale)
-		rep.Stale = c.appendCheck(rep.Stale, e.refs) // resolveAll(all) decided them
+		rep.Stale = c.appendChecked(rep.Stale, e.refs, outs[at:at+len(e.refs)]) // resolveAll(all) decided them
+		at += len(e.refs)
 		for i := from; i < len(rep.Stale); i++ {
 			f := &rep.Stale[i]
 			f.ID, f.File, f.Heading = e.id, e.file, e.heading
