@@ -167,10 +167,12 @@ func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
 		}
 	}
 	w.at = time.Now().UnixNano()
+	manifestExists := false
 	for _, path := range warmPaths(p) {
 		s, ok := statcache.Lstat(path)
 		if ok {
 			w.files = append(w.files, warmFile{path: path, stat: s})
+			manifestExists = manifestExists || path == p.Manifest
 			continue
 		}
 		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
@@ -178,7 +180,7 @@ func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
 		}
 		w.files = append(w.files, warmFile{path: path, absent: true})
 	}
-	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: !w.files[1].absent,
+	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: manifestExists,
 		Usage: st.Usage, Knowledge: st.Knowledge, Sections: st.Sections,
 		Files: st.Files, Verified: st.Verified, Missing: st.Missing, Unreadable: st.Unreadable,
 		Refused: st.Refused, Rel: st.Rel, vouched: st.vouched, lost: st.lost, notes: st.notes}
