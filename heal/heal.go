@@ -276,6 +276,22 @@ func (st *State) priorNotes() []entryNote {
 	return st.prior
 }
 
+// touchedTest returns a test of whether a relative path is in touched:
+// the few paths of an event compared as strings (a string of another
+// length is told apart without reading it), a burst's through the map.
+func touchedTest(touched map[string]bool) func(rel string) bool {
+	if len(touched) > 8 {
+		return func(rel string) bool { return touched[rel] }
+	}
+	few := make([]string, 0, len(touched))
+	for rel, ok := range touched {
+		if ok {
+			few = append(few, rel)
+		}
+	}
+	return func(rel string) bool { return slices.Contains(few, rel) }
+}
+
 // registered lists the observations the manifest has an entry for.
 func (st *State) registered() map[string]bool {
 	out := make(map[string]bool, len(st.Manifest.Entries))
@@ -306,12 +322,18 @@ func (st *State) lostSince(w *Warm) []*manifest.Observation {
 // manifest entries naming them: the pass looks at those again.
 func rescope(st *State, touched map[string]bool) []manifest.Entry {
 	redo := map[string]bool{}
-	if prior := st.priorNotes(); prior != nil {
+	var scope []manifest.Entry
+	prior := st.priorNotes()
+	if prior != nil {
 		// The notes hold each entry's resolved path: no lookup per entry.
+		// Entries of one path have one note path, so the scope is taken
+		// here, in the manifest's order.
+		isTouched := touchedTest(touched)
 		for i, e := range st.Manifest.Entries {
-			if rel := prior[i].rel; rel == "" || touched[rel] {
+			if rel := prior[i].rel; rel == "" || isTouched(rel) {
 				redo[e.Path] = true
 				prior[i].quiet = notQuiet
+				scope = append(scope, e)
 			}
 		}
 	} else {
@@ -338,10 +360,11 @@ func rescope(st *State, touched map[string]bool) []manifest.Entry {
 	if len(redo) == 0 {
 		return nil
 	}
-	var scope []manifest.Entry
-	for _, e := range st.Manifest.Entries {
-		if redo[e.Path] {
-			scope = append(scope, e)
+	if prior == nil {
+		for _, e := range st.Manifest.Entries {
+			if redo[e.Path] {
+				scope = append(scope, e)
+			}
 		}
 	}
 	for path := range redo {

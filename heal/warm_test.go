@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -90,4 +91,63 @@ func TestWarmProve(t *testing.T) {
 			t.Fatal("an event on the log left the state in use")
 		}
 	})
+}
+
+// rescope taking the kept notes finds the scope a lookup per entry finds
+// (every entry of a touched file, whatever its spelling, and every path
+// never resolved), in the manifest's order, for a few touched files and
+// for a burst (the map).
+func TestRescopeWithNotesMatchesLookups(t *testing.T) {
+	entries := []manifest.Entry{
+		{ObservationID: "obs_a", Path: ".claude/commands/a.md"},
+		{ObservationID: "obs_b", Path: ".claude/commands/b.md"},
+		{ObservationID: "obs_a2", Path: "/root/.claude/commands/a.md"}, // a's other spelling
+		{ObservationID: "obs_x", Path: "../outside.md"},                // never resolved
+		{ObservationID: "obs_c", Path: ".claude/commands/c.md"},
+	}
+	rel := map[string]string{
+		".claude/commands/a.md": ".claude/commands/a.md", "/root/.claude/commands/a.md": ".claude/commands/a.md",
+		".claude/commands/b.md": ".claude/commands/b.md", ".claude/commands/c.md": ".claude/commands/c.md",
+	}
+	state := func(notes bool) *State {
+		st := &State{Manifest: &manifest.Manifest{Entries: entries}, Rel: map[string]string{},
+			Files: map[string][]byte{}, Verified: map[string]bool{}, vouched: map[string]statcache.Entry{},
+			Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}}
+		for k, v := range rel {
+			st.Rel[k] = v
+		}
+		if notes {
+			for _, e := range entries {
+				st.prior = append(st.prior, entryNote{rel: rel[e.Path], quiet: quietUnchanged})
+			}
+		}
+		return st
+	}
+	burst := map[string]bool{}
+	for i := range 20 {
+		burst[".claude/commands/other-"+string(rune('a'+i))+".md"] = true
+	}
+	burst[".claude/commands/c.md"] = true
+	for _, touched := range []map[string]bool{
+		{}, {".claude/commands/a.md": true}, {".claude/commands/b.md": true, ".claude/commands/c.md": true},
+		{".claude/commands/a.md": false}, burst,
+	} {
+		want := rescope(state(false), touched)
+		st := state(true)
+		got := rescope(st, touched)
+		if len(got) != len(want) {
+			t.Fatalf("touched %v: scope %v, want %v", touched, got, want)
+		}
+		for i := range got {
+			if got[i].ObservationID != want[i].ObservationID {
+				t.Fatalf("touched %v: scope %v, want %v", touched, got, want)
+			}
+		}
+		for i, e := range entries {
+			inScope := slices.ContainsFunc(got, func(s manifest.Entry) bool { return s.ObservationID == e.ObservationID })
+			if quiet := st.prior[i].quiet != notQuiet; quiet == inScope {
+				t.Errorf("touched %v: %s quiet %v, in scope %v", touched, e.ObservationID, quiet, inScope)
+			}
+		}
+	}
 }
