@@ -728,3 +728,122 @@ func TestDeferredAbsentIsAskedAgain(t *testing.T) {
 		t.Fatalf("%d passes took the kept state", tw.warmPasses)
 	}
 }
+
+// The watcher's passes in git repositories, with random deletions, edits,
+// restores, commits of the artifacts and checkouts of a branch that lacks
+// some of them (a checkout a local change blocks fails in both twins
+// alike): every report and file is the one a full pass without caches
+// gives. The touched files are those whose content the step changed, as
+// inotify would report them.
+func TestDeferredGitProperty(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	var absent, deletions, switches int // what the runs met, all seeds
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 21))
+			tw := newTwin(t, "")
+			gitTwin(t, tw)
+			arts := tw.artifacts()
+			side := []string{arts[rng.IntN(len(arts))], arts[rng.IntN(len(arts))]}
+			tw.do(func(root string) {
+				gitRun(t, root, "checkout", "-q", "-b", "side")
+				gitRun(t, root, append([]string{"rm", "-q", "--ignore-unmatch"}, side...)...)
+				gitRun(t, root, "commit", "-q", "--allow-empty", "-m", "side")
+				gitRun(t, root, "checkout", "-q", "main")
+			})
+			tw.kept = New(tw.a, tw.cfg, nil)
+			tw.deferred, tw.prove = true, seed%2 == 1
+			tw.touched = map[string]bool{}
+			tw.reconcile("the kept engine's first pass")
+			git := func(root string, args ...string) {
+				cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
+				_ = cmd.Run() // refused in both twins alike (a local change in the way)
+			}
+			branch := "main"
+			saved := map[string][]byte{}
+			for i := range 30 {
+				rel := arts[rng.IntN(len(arts))]
+				before := contents(tw.a, arts)
+				var what string
+				switch rng.IntN(7) {
+				case 0:
+					what = "delete " + rel
+					tw.do(func(root string) {
+						p := filepath.Join(root, rel)
+						if b, err := os.ReadFile(p); err == nil {
+							saved[root+rel] = b
+						}
+						os.Remove(p)
+					})
+				case 1:
+					what = "restore " + rel
+					tw.do(func(root string) {
+						if b, ok := saved[root+rel]; ok {
+							os.WriteFile(filepath.Join(root, rel), b, 0o644)
+						}
+					})
+				case 2:
+					what = "edit " + rel
+					tw.do(func(root string) {
+						p := filepath.Join(root, rel)
+						if b, err := os.ReadFile(p); err == nil {
+							os.WriteFile(p, append(b, fmt.Sprintf("note %d\n", i)...), 0o644)
+						}
+					})
+				case 3, 4:
+					to := map[string]string{"main": "side", "side": "main"}[branch]
+					what = "checkout " + to
+					tw.do(func(root string) { git(root, "checkout", "-q", to) })
+					if out, err := exec.Command("git", "-C", tw.a, "branch", "--show-current").Output(); err == nil {
+						if now := strings.TrimSpace(string(out)); now != branch {
+							branch = now
+							switches++
+						}
+					}
+				case 5:
+					what = "commit the artifacts on " + branch
+					tw.do(func(root string) {
+						git(root, "add", "-A", ".claude")
+						git(root, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("step %d", i))
+					})
+				default:
+					what = "nothing"
+				}
+				after := contents(tw.a, arts)
+				for _, r := range arts {
+					if before[r] != after[r] {
+						tw.touched[r] = true
+					}
+				}
+				r := tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
+				absent += r.Absent
+				deletions += r.Deletions
+			}
+			if tw.warmPasses == 0 {
+				t.Fatal("no pass took the kept state")
+			}
+			t.Logf("%d passes took the kept state", tw.warmPasses)
+		})
+	}
+	// The runs must have met what the notes may not hold quiet.
+	if absent == 0 || deletions == 0 || switches == 0 {
+		t.Fatalf("the runs met %d absences, %d deletions, %d branch switches", absent, deletions, switches)
+	}
+	t.Logf("absences %d, deletions %d, branch switches %d", absent, deletions, switches)
+}
+
+// contents maps each of rels under root to its content ("\x00gone" when
+// it is not there).
+func contents(root string, rels []string) map[string]string {
+	out := map[string]string{}
+	for _, r := range rels {
+		b, err := os.ReadFile(filepath.Join(root, r))
+		if err != nil {
+			out[r] = "\x00gone"
+			continue
+		}
+		out[r] = string(b)
+	}
+	return out
+}
