@@ -1,6 +1,8 @@
 package staleness
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -399,6 +401,28 @@ func TestScanSameTextsExtractedOnce(t *testing.T) {
 		}
 		if rep.Checked != base.Checked+n {
 			t.Errorf("%d observations: %d references checked, want %d", n, rep.Checked, base.Checked+n)
+		}
+	}
+}
+
+// The raw-text key is the SHA-256 of "obs-raw", the details value and the
+// evidence value, each after its length as 8 little-endian bytes: keys in
+// cache files written before stay valid.
+func TestRawTextKeyLayout(t *testing.T) {
+	for _, c := range []struct{ d, e []byte }{
+		{nil, nil},
+		{[]byte(`"See src/cache.go."`), []byte(`["a","b"]`)},
+		{[]byte(`""`), nil},
+		{nil, []byte(`[]`)},
+		{[]byte(`"` + strings.Repeat("x", 500) + `"`), []byte(`null`)},
+	} {
+		var layout []byte
+		for _, b := range [][]byte{[]byte("obs-raw"), c.d, c.e} {
+			layout = binary.LittleEndian.AppendUint64(layout, uint64(len(b)))
+			layout = append(layout, b...)
+		}
+		if rawTextKey(c.d, c.e) != sha256.Sum256(layout) {
+			t.Fatalf("key of %q %q differs from the layout", c.d, c.e)
 		}
 	}
 }
