@@ -393,34 +393,18 @@ func (c *Checker) fail(err error) {
 // once (with the raw text of its first reference), a line past the end of
 // the file once per reference. Finding.ID is left empty.
 func (c *Checker) Check(refs []Ref) []Finding {
-	c.resolveAll(refs)
-	return c.check(refs)
+	return c.appendChecked(nil, refs, c.resolveAll(refs))
 }
 
-// check is Check of references resolveAll has decided.
-func (c *Checker) check(refs []Ref) []Finding { return c.appendCheck(nil, refs) }
-
-// appendCheck is check appending the findings to dst: a scan puts every
-// entry's into one slice (a slice and a map per entry were most of what a
-// first pass at 100,000 observations allocated).
-func (c *Checker) appendCheck(dst []Finding, refs []Ref) []Finding {
-	outs := make([]*outcome, len(refs))
-	for i, r := range refs {
-		outs[i] = c.outcomes[keyOf(r)]
-	}
-	return c.appendChecked(dst, refs, outs)
-}
-
-// appendChecked is appendCheck with the references' outcomes (resolveAll's,
-// in refs' order): no lookup per reference.
+// appendChecked appends the findings of refs to dst, given their outcomes
+// (resolveAll's, in refs' order): a scan puts every entry's into one
+// slice (a slice and a map per entry were most of what a first pass at
+// 100,000 observations allocated).
 func (c *Checker) appendChecked(dst []Finding, refs []Ref, outs []*outcome) []Finding {
 	var buf [8]outcomeKey
 	reported := buf[:0] // the missing paths this entry reported: a few
 	for i, r := range refs {
 		o := outs[i]
-		if o == nil {
-			continue // not decided: nothing to report
-		}
 		switch {
 		case o.missing:
 			k := keyOf(r)
@@ -443,10 +427,10 @@ func (c *Checker) appendChecked(dst []Finding, refs []Ref, outs []*outcome) []Fi
 
 // Explain returns how each of refs resolved, in order (Source left empty).
 func (c *Checker) Explain(refs []Ref) []Resolution {
-	c.resolveAll(refs)
+	outs := c.resolveAll(refs)
 	out := make([]Resolution, 0, len(refs))
-	for _, r := range refs {
-		o := c.outcomes[keyOf(r)]
+	for i, r := range refs {
+		o := outs[i]
 		res := Resolution{Ref: r.Raw}
 		switch {
 		case o.found != "":
