@@ -228,24 +228,29 @@ func TestConcurrentInProcess(t *testing.T) {
 // the pass ends without committing it; a staging that failed has nothing
 // to drop and reports its error at commit.
 func TestStagedCommitOrDrop(t *testing.T) {
-	var commits, aborts int
-	ok := func() (func() error, func(), error) {
-		return func() error { commits++; return nil }, func() { aborts++ }, nil
-	}
+	counts := &countingFile{}
+	ok := func() (stagedFile, error) { return counts, nil }
 	s := stage(ok)
 	if err := s.commit(); err != nil {
 		t.Fatal(err)
 	}
 	s.drop()
 	stage(ok).drop()
-	failed := stage(func() (func() error, func(), error) { return nil, nil, fmt.Errorf("disk full") })
+	failed := stage(func() (stagedFile, error) { return (*countingFile)(nil), fmt.Errorf("disk full") })
 	if err := failed.commit(); err == nil || err.Error() != "disk full" {
 		t.Fatalf("commit of a failed staging: %v", err)
 	}
 	failed.drop()
 	var none *staged
 	none.drop()
-	if commits != 1 || aborts != 1 {
-		t.Fatalf("commits %d, aborts %d; want 1 and 1", commits, aborts)
+	if counts.commits != 1 || counts.aborts != 1 {
+		t.Fatalf("commits %d, aborts %d; want 1 and 1", counts.commits, counts.aborts)
 	}
 }
+
+// countingFile is a stagedFile that counts its commits and aborts (a nil
+// one panics: a failed staging's file must never be used).
+type countingFile struct{ commits, aborts int }
+
+func (f *countingFile) Commit() error { f.commits++; return nil }
+func (f *countingFile) Abort()        { f.aborts++ }

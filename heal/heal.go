@@ -1202,13 +1202,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	// ends early leaves no temporary file.
 	var logW, manifestW *staged
 	if st.Log.Changed() {
-		logW = stage(func() (func() error, func(), error) {
-			s, err := manifest.StageLog(p.Log, st.Log)
-			if err != nil {
-				return nil, nil, err
-			}
-			return s.Commit, s.Abort, nil
-		})
+		logW = stage(func() (stagedFile, error) { return manifest.StageLog(p.Log, st.Log) })
 		defer logW.drop()
 	}
 	// The manifest is encoded once: its bytes are written, and their sum
@@ -1220,13 +1214,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 			return res, fmt.Errorf("encode manifest: %w", err)
 		}
 		manifestBytes = b
-		manifestW = stage(func() (func() error, func(), error) {
-			s, err := manifest.StageFile(p.Manifest, b, 0o644)
-			if err != nil {
-				return nil, nil, err
-			}
-			return s.Commit, s.Abort, nil
-		})
+		manifestW = stage(func() (stagedFile, error) { return manifest.StageFile(p.Manifest, b, 0o644) })
 		defer manifestW.drop()
 	}
 	var pass *journal.Pass
@@ -1317,23 +1305,29 @@ func write(st *State, p manifest.Paths, logW, manifestW *staged, usageBefore int
 	return nil
 }
 
-// staged is a file being staged on another goroutine (manifest.Staged,
-// manifest.LogStage): committed by commit, else removed by drop.
+// stagedFile is a file written under a temporary name, waiting to replace
+// its path (manifest.Staged, manifest.LogStage).
+type stagedFile interface {
+	Commit() error
+	Abort()
+}
+
+// staged is a file being staged on another goroutine: committed by
+// commit, else removed by drop.
 type staged struct {
 	done      chan struct{}
 	err       error
-	doCommit  func() error
-	doAbort   func()
+	file      stagedFile
 	committed bool
 }
 
-// stage runs f, which stages a file and returns how to commit or drop it,
-// on another goroutine.
-func stage(f func() (commit func() error, abort func(), err error)) *staged {
+// stage runs f, which stages a file, on another goroutine (the file is
+// used only when f reports no error).
+func stage(f func() (stagedFile, error)) *staged {
 	s := &staged{done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.doCommit, s.doAbort, s.err = f()
+		s.file, s.err = f()
 	}()
 	return s
 }
@@ -1345,7 +1339,7 @@ func (s *staged) commit() error {
 		return s.err
 	}
 	s.committed = true
-	return s.doCommit()
+	return s.file.Commit()
 }
 
 // drop waits for a staging that was not committed and removes its file
@@ -1356,7 +1350,7 @@ func (s *staged) drop() {
 	}
 	<-s.done
 	if s.err == nil && !s.committed {
-		s.doAbort()
+		s.file.Abort()
 	}
 }
 
