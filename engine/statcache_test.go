@@ -385,31 +385,9 @@ func TestStatCacheProperty(t *testing.T) {
 			for i := range 25 {
 				rel := arts[rng.IntN(len(arts))]
 				var what string
-				switch rng.IntN(12) {
-				case 0:
-					what = "delete " + rel
-					tw.do(func(root string) {
-						p := filepath.Join(root, rel)
-						if b, err := os.ReadFile(p); err == nil {
-							saved[root+rel] = b
-						}
-						os.Remove(p)
-					})
-				case 1:
-					what = "restore " + rel
-					tw.do(func(root string) {
-						if b, ok := saved[root+rel]; ok {
-							os.WriteFile(filepath.Join(root, rel), b, 0o644)
-						}
-					})
-				case 2:
-					what = "edit " + rel
-					tw.do(func(root string) {
-						p := filepath.Join(root, rel)
-						if b, err := os.ReadFile(p); err == nil {
-							os.WriteFile(p, append(b, fmt.Sprintf("note %d\n", i)...), 0o644)
-						}
-					})
+				switch op := rng.IntN(12); op {
+				case 0, 1, 2:
+					what = tw.personOp(op, rel, i, saved)
 				case 3:
 					// check_stat minimal trusts size and mtime, like git's:
 					// a rewrite that also restores the mtime is what it
@@ -766,31 +744,9 @@ func TestDeferredGitProperty(t *testing.T) {
 				rel := arts[rng.IntN(len(arts))]
 				before := contents(tw.a, arts)
 				var what string
-				switch rng.IntN(7) {
-				case 0:
-					what = "delete " + rel
-					tw.do(func(root string) {
-						p := filepath.Join(root, rel)
-						if b, err := os.ReadFile(p); err == nil {
-							saved[root+rel] = b
-						}
-						os.Remove(p)
-					})
-				case 1:
-					what = "restore " + rel
-					tw.do(func(root string) {
-						if b, ok := saved[root+rel]; ok {
-							os.WriteFile(filepath.Join(root, rel), b, 0o644)
-						}
-					})
-				case 2:
-					what = "edit " + rel
-					tw.do(func(root string) {
-						p := filepath.Join(root, rel)
-						if b, err := os.ReadFile(p); err == nil {
-							os.WriteFile(p, append(b, fmt.Sprintf("note %d\n", i)...), 0o644)
-						}
-					})
+				switch op := rng.IntN(7); op {
+				case 0, 1, 2:
+					what = tw.personOp(op, rel, i, saved)
 				case 3, 4:
 					to := map[string]string{"main": "side", "side": "main"}[branch]
 					what = "checkout " + to
@@ -831,6 +787,37 @@ func TestDeferredGitProperty(t *testing.T) {
 		t.Fatalf("the runs met %d absences, %d deletions, %d branch switches", absent, deletions, switches)
 	}
 	t.Logf("absences %d, deletions %d, branch switches %d", absent, deletions, switches)
+}
+
+// personOp does to rel in both roots what a person does to an artifact
+// at step i: delete it (its bytes kept in saved), restore what was
+// deleted (op 1), or append a line (op 2). It returns what it did.
+func (tw *twin) personOp(op int, rel string, i int, saved map[string][]byte) string {
+	switch op {
+	case 0:
+		tw.do(func(root string) {
+			p := filepath.Join(root, rel)
+			if b, err := os.ReadFile(p); err == nil {
+				saved[root+rel] = b
+			}
+			os.Remove(p)
+		})
+		return "delete " + rel
+	case 1:
+		tw.do(func(root string) {
+			if b, ok := saved[root+rel]; ok {
+				os.WriteFile(filepath.Join(root, rel), b, 0o644)
+			}
+		})
+		return "restore " + rel
+	}
+	tw.do(func(root string) {
+		p := filepath.Join(root, rel)
+		if b, err := os.ReadFile(p); err == nil {
+			os.WriteFile(p, append(b, fmt.Sprintf("note %d\n", i)...), 0o644)
+		}
+	})
+	return "edit " + rel
 }
 
 // contents maps each of rels under root to its content ("\x00gone" when
