@@ -709,14 +709,15 @@ func TestDeferredAbsentIsAskedAgain(t *testing.T) {
 
 // The watcher's passes in git repositories, with random deletions, edits,
 // restores, commits of the artifacts and checkouts of a branch that lacks
-// some of them (a checkout a local change blocks fails in both twins
+// some of them (and, once edits are committed, has other versions of
+// others) (a checkout a local change blocks fails in both twins
 // alike): every report and file is the one a full pass without caches
 // gives. The touched files are those whose content the step changed, as
 // inotify would report them.
 func TestDeferredGitProperty(t *testing.T) {
 	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
 	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
-	var absent, deletions, switches int // what the runs met, all seeds
+	var absent, checkedOut, deletions, switches int // what the runs met, all seeds
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 21))
@@ -774,6 +775,7 @@ func TestDeferredGitProperty(t *testing.T) {
 				}
 				r := tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
 				absent += r.Absent
+				checkedOut += r.CheckedOut
 				deletions += r.Deletions
 			}
 			if tw.warmPasses == 0 {
@@ -783,10 +785,10 @@ func TestDeferredGitProperty(t *testing.T) {
 		})
 	}
 	// The runs must have met what the notes may not hold quiet.
-	if absent == 0 || deletions == 0 || switches == 0 {
-		t.Fatalf("the runs met %d absences, %d deletions, %d branch switches", absent, deletions, switches)
+	if absent == 0 || checkedOut == 0 || deletions == 0 || switches == 0 {
+		t.Fatalf("the runs met %d absences, %d checked-out versions, %d deletions, %d branch switches", absent, checkedOut, deletions, switches)
 	}
-	t.Logf("absences %d, deletions %d, branch switches %d", absent, deletions, switches)
+	t.Logf("absences %d, checked-out versions %d, deletions %d, branch switches %d", absent, checkedOut, deletions, switches)
 }
 
 // personOp does to rel in both roots what a person does to an artifact

@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
 
@@ -31,7 +33,9 @@ const (
 // gitView answers, for the few artifacts missing from the work tree (a
 // file, or a knowledge section missing from its file), whether the person
 // removed them or git took them away (the checked-out commit simply does
-// not have them). It reads the index, trees and a bounded stretch of
+// not have them); and for those present with other content than the
+// recorded one, whether the person edited them or git checked out another
+// line's version. It reads the index, trees and a bounded stretch of
 // history with go-git, never the work tree's status; every answer is
 // cached for the pass.
 type gitView struct {
@@ -40,8 +44,9 @@ type gitView struct {
 	top      string // the worktree top
 	head     *object.Commit
 	headTree *object.Tree
-	index    map[string]plumbing.Hash
+	index    map[string]plumbing.Hash // read by the first inIndex
 	anchors  map[plumbing.Hash]map[string]bool
+	versions map[version]bool
 
 	histRead bool
 	hist     []*object.Tree
@@ -68,12 +73,7 @@ func openGit(root string) *gitView {
 	if !ok {
 		return nil
 	}
-	g := &gitView{repo: repo, prefix: prefix, top: wt.Filesystem.Root(), index: map[string]plumbing.Hash{}, anchors: map[plumbing.Hash]map[string]bool{}}
-	if idx, err := repo.Storer.Index(); err == nil {
-		for _, e := range idx.Entries {
-			g.index[e.Name] = e.Hash
-		}
-	}
+	g := &gitView{repo: repo, prefix: prefix, top: wt.Filesystem.Root(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
 	if ref, err := repo.Head(); err == nil {
 		if c, err := repo.CommitObject(ref.Hash()); err == nil {
 			if t, err := c.Tree(); err == nil {
@@ -119,8 +119,24 @@ func Tracked(root, path string) bool {
 	if !ok {
 		return false
 	}
-	_, in := g.index[strings.TrimSuffix(rel, "/")]
+	_, in := g.inIndex(strings.TrimSuffix(rel, "/"))
 	return in
+}
+
+// inIndex returns the blob git's index holds for path (relative to the
+// worktree top). The index (an entry per tracked file) is read on the
+// first call: an edit's questions never need it.
+func (g *gitView) inIndex(path string) (plumbing.Hash, bool) {
+	if g.index == nil {
+		g.index = map[string]plumbing.Hash{}
+		if idx, err := g.repo.Storer.Index(); err == nil {
+			for _, e := range idx.Entries {
+				g.index[e.Name] = e.Hash
+			}
+		}
+	}
+	h, ok := g.index[path]
+	return h, ok
 }
 
 // headHash is the checked-out commit, "" before the first commit.
@@ -142,7 +158,7 @@ func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 	if g == nil {
 		return true
 	}
-	if h, ok := g.index[g.prefix+rel]; ok && (anchor == "" || g.anchorsOf(h)[anchor]) {
+	if h, ok := g.inIndex(g.prefix + rel); ok && (anchor == "" || g.anchorsOf(h)[anchor]) {
 		return true
 	}
 	if g.has(g.headTree, rel, anchor) {
@@ -180,6 +196,101 @@ func (g *gitView) backByCheckout(rel, anchor, penaltyHead string) bool {
 	return err != nil || !anc
 }
 
+// checkedOut reports whether an artifact present with other content than
+// the recorded one (current is its file, or its section's text) got that
+// content from git rather than from a person: the work tree holds HEAD's
+// version (a change staged or not is the person's), no commit of HEAD's history since the render
+// had the recorded content (a change committed on this line, by anyone,
+// is an edit), and a branch tip or the stash has it. A checkout, rebase or
+// stash replaced the recorded version with another line's; the recorded
+// one comes back with its branch, as an absent artifact does.
+func (g *gitView) checkedOut(rel, anchor, obsID, recorded string, current []byte, since time.Time) bool {
+	if g == nil || g.headTree == nil {
+		return false
+	}
+	e, err := g.headTree.FindEntry(g.prefix + rel)
+	if err != nil || !e.Mode.IsFile() {
+		return false
+	}
+	if anchor == "" {
+		if plumbing.ComputeHash(plumbing.BlobObject, current) != e.Hash {
+			return false // changed since the checkout: the person's
+		}
+	} else if b, s, ok := g.section(e.Hash, anchor, obsID); !ok || !bytes.Equal(markdown.SectionText(b, s), current) {
+		return false
+	}
+	for _, t := range g.history(since) {
+		if g.holds(t, rel, anchor, obsID, recorded) {
+			return false
+		}
+	}
+	for _, t := range g.branchTips() {
+		if g.holds(t, rel, anchor, obsID, recorded) {
+			return true
+		}
+	}
+	return false
+}
+
+// version names one question holds answers: does blob (its section
+// anchor, for obs) have the content hashed as recorded?
+type version struct {
+	blob                    plumbing.Hash
+	anchor, obsID, recorded string
+}
+
+// holds reports whether tree has the artifact rel (its section anchor) with
+// the content the manifest recorded (its hash, sha256 or devflow's djb2).
+func (g *gitView) holds(tree *object.Tree, rel, anchor, obsID, recorded string) bool {
+	if tree == nil {
+		return false
+	}
+	e, err := tree.FindEntry(g.prefix + rel)
+	if err != nil || !e.Mode.IsFile() {
+		return false
+	}
+	k := version{e.Hash, anchor, obsID, recorded}
+	if v, ok := g.versions[k]; ok {
+		return v
+	}
+	v := false
+	if anchor == "" {
+		if b, ok := g.blob(e.Hash); ok {
+			v = manifest.Unchanged(recorded, b, b)
+		}
+	} else if b, s, ok := g.section(e.Hash, anchor, obsID); ok {
+		v = manifest.Unchanged(recorded, markdown.SectionText(b, s), b[s.Start:s.LegacyEnd])
+	}
+	g.versions[k] = v
+	return v
+}
+
+// section returns the Markdown blob h and its section anchor (the one
+// whose Source marker names obsID, else the first).
+func (g *gitView) section(h plumbing.Hash, anchor, obsID string) ([]byte, markdown.Section, bool) {
+	b, ok := g.blob(h)
+	if !ok || markdown.Check(b) != nil {
+		return nil, markdown.Section{}, false
+	}
+	s, ok := findAnchor(markdown.Sections(b), anchor, obsID)
+	return b, s, ok
+}
+
+// blob reads blob h, at most blobLimit bytes (a larger one is not read).
+func (g *gitView) blob(h plumbing.Hash) ([]byte, bool) {
+	blob, err := g.repo.BlobObject(h)
+	if err != nil || blob.Size > blobLimit {
+		return nil, false
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return nil, false
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, blobLimit))
+	return b, err == nil
+}
+
 // has reports whether tree holds the file rel (and, with an anchor, the
 // section anchor in it).
 func (g *gitView) has(tree *object.Tree, rel, anchor string) bool {
@@ -200,21 +311,12 @@ func (g *gitView) anchorsOf(h plumbing.Hash) map[string]bool {
 	}
 	a := map[string]bool{}
 	g.anchors[h] = a
-	blob, err := g.repo.BlobObject(h)
-	if err != nil {
-		return a
-	}
-	r, err := blob.Reader()
-	if err != nil {
-		return a
-	}
-	defer r.Close()
-	b, err := io.ReadAll(io.LimitReader(r, blobLimit))
-	if err != nil {
-		return a
-	}
-	for _, s := range markdown.Sections(b) {
-		a[s.ID] = true
+	// Never hand goldmark a nesting bomb (markdown.Check): a commit's
+	// blob is as untrusted as the work tree.
+	if b, ok := g.blob(h); ok && markdown.Check(b) == nil {
+		for _, s := range markdown.Sections(b) {
+			a[s.ID] = true
+		}
 	}
 	return a
 }

@@ -130,6 +130,10 @@ type Result struct {
 	// Restored counts penalised artifacts that came back: the penalty was
 	// reversed.
 	Restored int `json:"restored"`
+	// CheckedOut counts artifacts present with another line's content
+	// because of git (a checkout, rebase or stash; gitView.checkedOut):
+	// not an edit, their recorded hash is kept.
+	CheckedOut int `json:"checked_out"`
 
 	Deleted    []string `json:"deleted,omitempty"`
 	Edited     []string `json:"edited,omitempty"`
@@ -138,6 +142,8 @@ type Result struct {
 	AbsentIDs  []string `json:"absent_ids,omitempty"`
 	// RestoredIDs are the observations whose penalty was reversed.
 	RestoredIDs []string `json:"restored_ids,omitempty"`
+	// CheckedOutIDs are the observations counted under CheckedOut.
+	CheckedOutIDs []string `json:"checked_out_ids,omitempty"`
 	// Pending are the missing artifacts not yet called deleted because
 	// Options.Confirm did not list them: "path" or "path#ADR-NNN".
 	Pending []string `json:"pending,omitempty"`
@@ -213,10 +219,13 @@ type State struct {
 	// Sections are the parsed sections of each knowledge file.
 	Sections map[string][]markdown.Section
 	// Absent holds the missing artifacts ("path" or "path#ADR-NNN") that
-	// git took away (see gitView.deleted); BackByCheckout the penalised
-	// ones present again only because HEAD moved to another line. Head is
-	// the checked-out commit when there was anything to decide.
+	// git took away (see gitView.deleted); CheckedOut the present ones
+	// whose other content git checked out (gitView.checkedOut);
+	// BackByCheckout the penalised ones present again only because HEAD
+	// moved to another line. Head is the checked-out commit when there was
+	// anything to decide.
 	Absent         map[string]bool
+	CheckedOut     map[string]bool
 	BackByCheckout map[string]bool
 	Head           string
 	// GitAsked is set when askGit opened the repository.
@@ -233,6 +242,9 @@ type State struct {
 	Verified map[string]bool
 	// vouched are the stat cache entries behind Verified.
 	vouched map[string]statcache.Entry
+	// sums memoises the sha256 of the artifact files this pass read
+	// (askGit and Plan both compare them with the manifest).
+	sums map[string]string
 	// lost are the created observations with an artifact path that no
 	// manifest entry names, as loading found them (lostKnown).
 	lost      []*manifest.Observation
@@ -697,15 +709,20 @@ func liveAnchors(st *State) map[string]bool {
 	return out
 }
 
-// askGit decides, for the few artifacts that are missing (or penalised and
-// back), what git had to do with it. The repository is opened only when
-// there is such an artifact.
+// askGit decides, for the few artifacts that are missing, present with
+// other content than recorded, or penalised and back, what git had to do
+// with it. The repository is opened only when there is such an artifact.
 func (st *State) askGit() {
 	type item struct {
 		key, rel, anchor, head string
 		since                  time.Time
+		// changed: present with other content (current), not missing.
+		changed  bool
+		obsID    string
+		recorded string
+		current  []byte
 	}
-	var missing, back []item
+	var asks, back []item
 	live := liveAnchors(st)
 	prior := st.priorNotes()
 	for i, e := range st.Manifest.Entries {
@@ -714,9 +731,9 @@ func (st *State) askGit() {
 		}
 		if e.Deleted == nil && e.AnchorID == "" {
 			// The common case first: a live whole-file artifact that is
-			// there is nothing to ask git about.
+			// there as rendered is nothing to ask git about.
 			if rel, ok := st.Rel[e.Path]; ok {
-				if _, ok := st.Files[rel]; ok {
+				if b, ok := st.Files[rel]; ok && (st.Verified[rel] || st.unchanged(rel, e, b, b)) {
 					continue
 				}
 			}
@@ -732,23 +749,34 @@ func (st *State) askGit() {
 		switch {
 		case e.Deleted == nil && !st.present(rel, e.AnchorID, e.ObservationID):
 			it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
-			missing = append(missing, it)
+			asks = append(asks, it)
 		case e.Deleted != nil && st.returned(e, rel, live):
 			it.head = e.Deleted.Head
 			back = append(back, it)
+		case e.Deleted == nil:
+			if current, legacy, ok := st.text(e, rel); ok && !st.unchanged(rel, e, current, legacy) {
+				it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
+				it.changed, it.obsID, it.recorded, it.current = true, e.ObservationID, e.ContentHash, current
+				asks = append(asks, it)
+			}
 		}
 	}
-	st.Absent, st.BackByCheckout = map[string]bool{}, map[string]bool{}
-	if len(missing) == 0 && len(back) == 0 {
+	st.Absent, st.CheckedOut, st.BackByCheckout = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	if len(asks) == 0 && len(back) == 0 {
 		return
 	}
 	g := openGit(st.Root)
 	st.GitAsked = true
 	st.Head = g.headHash()
 	// The oldest render first: it sets how far back history is read.
-	slices.SortStableFunc(missing, func(a, b item) int { return a.since.Compare(b.since) })
-	for _, it := range missing {
-		if !g.deleted(it.rel, it.anchor, it.since) {
+	slices.SortStableFunc(asks, func(a, b item) int { return a.since.Compare(b.since) })
+	for _, it := range asks {
+		switch {
+		case it.changed:
+			if g.checkedOut(it.rel, it.anchor, it.obsID, it.recorded, it.current, it.since) {
+				st.CheckedOut[it.key] = true
+			}
+		case !g.deleted(it.rel, it.anchor, it.since):
 			st.Absent[it.key] = true
 		}
 	}
@@ -757,6 +785,48 @@ func (st *State) askGit() {
 			st.BackByCheckout[it.key] = true
 		}
 	}
+}
+
+// text returns the live entry e's artifact as Plan compares it: the file
+// rel, or its section's text (and the span devflow's hash covers); ok is
+// false when it is not there or is Markdown no parser should see.
+func (st *State) text(e manifest.Entry, rel string) (current, legacy []byte, ok bool) {
+	if e.AnchorID == "" {
+		b, ok := st.Files[rel]
+		return b, b, ok
+	}
+	src, known := st.Knowledge[rel]
+	secs := st.Sections[rel]
+	if !known {
+		if src, known = st.Files[rel]; !known || markdown.Check(src) != nil {
+			return nil, nil, false
+		}
+		secs = markdown.Sections(src)
+	} else if secs == nil {
+		secs = markdown.Sections(src)
+	}
+	s, ok := findAnchor(secs, e.AnchorID, e.ObservationID)
+	if !ok {
+		return nil, nil, false
+	}
+	return markdown.SectionText(src, s), src[s.Start:s.LegacyEnd], true
+}
+
+// unchanged reports whether the entry's recorded hash matches current (a
+// file's hash is computed once a pass).
+func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte) bool {
+	if e.AnchorID != "" || manifest.IsLegacyHash(e.ContentHash) {
+		return manifest.Unchanged(e.ContentHash, current, legacy)
+	}
+	sum, ok := st.sums[rel]
+	if !ok {
+		if st.sums == nil {
+			st.sums = map[string]string{}
+		}
+		sum = manifest.Hash(current)
+		st.sums[rel] = sum
+	}
+	return sum == e.ContentHash
 }
 
 // Plan applies DESIGN.md §4 to st in memory: it edits the log's
@@ -929,7 +999,7 @@ func Plan(st *State, now time.Time) Result {
 			keep(e, note)
 			continue
 		}
-		if verified || manifest.Unchanged(e.ContentHash, current, legacy) {
+		if verified || st.unchanged(rel, e, current, legacy) {
 			res.Unchanged++
 			res.Kept = append(res.Kept, id)
 			if !st.NoKeptEvents {
@@ -938,6 +1008,14 @@ func Plan(st *State, now time.Time) Result {
 			if e.AnchorID == "" {
 				note.quiet = quietUnchanged
 			}
+			keep(e, note)
+			continue
+		}
+		if st.CheckedOut[key] {
+			// Another line's version, checked out by git: the recorded
+			// one comes back with its branch.
+			res.CheckedOut++
+			res.CheckedOutIDs = append(res.CheckedOutIDs, id)
 			keep(e, note)
 			continue
 		}
@@ -1413,7 +1491,7 @@ func (r Result) Summary() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"absent", r.Absent}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
+	}{{"absent", r.Absent}, {"checked out", r.CheckedOut}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
 		if kv.v > 0 {
 			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
 		}

@@ -179,6 +179,9 @@ func newReconcileCmd(a *app) *cobra.Command {
 				for _, id := range res.AbsentIDs {
 					fmt.Fprintf(w, "  absent: %s is not part of this checkout (kept, not penalised)\n", id)
 				}
+				for _, id := range res.CheckedOutIDs {
+					fmt.Fprintf(w, "  checked out: %s has another branch's version here (git's doing, not an edit: its recorded hash is kept)\n", id)
+				}
 			})
 		},
 	}

@@ -1,0 +1,165 @@
+package heal
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
+)
+
+// gitIn runs git in dir, failing the test on an error.
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func put(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	cmdRel   = ".claude/commands/self-learning/lint.md"
+	rendered = "# Lint\n\nRun the linter.\n"
+	mine     = "# Lint\n\nRun the linter twice.\n"
+	theirs   = "# Lint\n\nRun make lint.\n"
+
+	adrRel = ".memory/knowledge/decisions.md"
+	adrOne = "# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n- **Decision**: one file.\n- **Source**: self-learning:obs_a\n\n## ADR-002: Keep logs\n\n- **Decision**: a week.\n"
+	adrTwo = "# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n- **Decision**: one file, WAL mode.\n- **Source**: self-learning:obs_a\n\n## ADR-002: Keep logs\n\n- **Decision**: a week.\n"
+)
+
+// sectionHash is the manifest's hash of section ADR-001 of src.
+func sectionHash(t *testing.T, src string) string {
+	t.Helper()
+	s, ok := findAnchor(markdown.Sections([]byte(src)), "ADR-001", "obs_a")
+	if !ok {
+		t.Fatal("no ADR-001")
+	}
+	return manifest.Hash(markdown.SectionText([]byte(src), s))
+}
+
+// sectionText is ADR-001's text in the work tree's decisions file.
+func sectionText(t *testing.T, dir string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, adrRel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := findAnchor(markdown.Sections(b), "ADR-001", "obs_a")
+	if !ok {
+		t.Fatal("no ADR-001 in the work tree")
+	}
+	return markdown.SectionText(b, s)
+}
+
+// An artifact present with other content than recorded is git's checkout
+// only when the work tree holds HEAD's version, HEAD's line never had the
+// recorded content since the render, and a branch tip or the stash has it.
+func TestCheckedOut(t *testing.T) {
+	since := time.Now().Add(-time.Hour)
+	// base: main has the rendered command and decisions; feat edits both
+	// and commits; main is checked out again.
+	base := func(t *testing.T) string {
+		dir := t.TempDir()
+		gitIn(t, dir, "init", "-q", "-b", "main")
+		put(t, dir, cmdRel, rendered)
+		put(t, dir, adrRel, adrOne)
+		gitIn(t, dir, "add", "-A")
+		gitIn(t, dir, "commit", "-q", "-m", "rendered")
+		gitIn(t, dir, "checkout", "-q", "-b", "feat")
+		put(t, dir, cmdRel, mine)
+		put(t, dir, adrRel, adrTwo)
+		gitIn(t, dir, "commit", "-q", "-am", "my edits")
+		gitIn(t, dir, "checkout", "-q", "main")
+		return dir
+	}
+	file := func(dir string) []byte {
+		b, _ := os.ReadFile(filepath.Join(dir, cmdRel))
+		return b
+	}
+	cases := []struct {
+		name     string
+		setup    func(t *testing.T, dir string)
+		anchor   bool
+		recorded string // the content whose hash the manifest holds
+		want     bool
+	}{
+		{"another branch's version checked out", nil, false, mine, true},
+		{"devflow's djb2 hash of it", nil, false, "djb2:" + mine, true},
+		{"the person's uncommitted edit", func(t *testing.T, dir string) {
+			put(t, dir, cmdRel, theirs)
+		}, false, mine, false},
+		{"the person's staged edit", func(t *testing.T, dir string) {
+			put(t, dir, cmdRel, theirs)
+			gitIn(t, dir, "add", cmdRel)
+		}, false, mine, false},
+		{"the person's edit, as another branch has it", func(t *testing.T, dir string) {
+			put(t, dir, cmdRel, theirs)
+			gitIn(t, dir, "branch", "theirs", "feat")
+		}, false, mine, false},
+		{"an edit committed on this line", func(t *testing.T, dir string) {
+			gitIn(t, dir, "branch", "before-push") // still has the recorded content
+			put(t, dir, cmdRel, theirs)
+			gitIn(t, dir, "commit", "-q", "-am", "teammate")
+		}, false, rendered, false},
+		{"the recorded version on no branch", func(t *testing.T, dir string) {
+			gitIn(t, dir, "branch", "-q", "-D", "feat")
+		}, false, mine, false},
+		{"the recorded version only in the stash", func(t *testing.T, dir string) {
+			gitIn(t, dir, "branch", "-q", "-D", "feat")
+			put(t, dir, cmdRel, theirs)
+			gitIn(t, dir, "stash", "-q")
+		}, false, theirs, true},
+		{"a section of another branch's decisions", nil, true, adrTwo, true},
+		{"that section, other sections edited", func(t *testing.T, dir string) {
+			put(t, dir, adrRel, adrOne+"\n## ADR-003: New\n\n- **Decision**: mine.\n")
+		}, true, adrTwo, true},
+		{"the section edited by the person", func(t *testing.T, dir string) {
+			put(t, dir, adrRel, strings.Replace(adrOne, "one file.", "one file, or two.", 1))
+		}, true, adrTwo, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := base(t)
+			if c.setup != nil {
+				c.setup(t, dir)
+			}
+			g := openGit(dir)
+			if g == nil {
+				t.Fatal("not a git repository")
+			}
+			var got bool
+			if c.anchor {
+				got = g.checkedOut(adrRel, "ADR-001", "obs_a", sectionHash(t, c.recorded), sectionText(t, dir), since)
+			} else {
+				recorded := manifest.Hash([]byte(c.recorded))
+				if rest, ok := strings.CutPrefix(c.recorded, "djb2:"); ok {
+					recorded = manifest.DJB2([]byte(rest))
+				}
+				got = g.checkedOut(cmdRel, "", "obs_wf", recorded, file(dir), since)
+			}
+			if got != c.want {
+				t.Fatalf("checkedOut = %v, want %v", got, c.want)
+			}
+		})
+	}
+	if (*gitView)(nil).checkedOut(cmdRel, "", "obs_wf", manifest.Hash([]byte(mine)), []byte(rendered), since) {
+		t.Fatal("outside git, an artifact changed is the person's edit")
+	}
+}
