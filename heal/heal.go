@@ -242,9 +242,9 @@ type State struct {
 	Verified map[string]bool
 	// vouched are the stat cache entries behind Verified.
 	vouched map[string]statcache.Entry
-	// sums memoises the sha256 of the artifact files this pass read
+	// sums memoises the hashes of the artifact files this pass read
 	// (askGit and Plan both compare them with the manifest).
-	sums map[string]string
+	sums map[string]*fileSums
 	// lost are the created observations with an artifact path that no
 	// manifest entry names, as loading found them (lostKnown).
 	lost      []*manifest.Observation
@@ -813,21 +813,33 @@ func (st *State) text(e manifest.Entry, rel string) (current, legacy []byte, ok 
 }
 
 // unchanged reports whether the entry's recorded hash matches current (a
-// file's hash is computed once a pass).
+// file's hash, sha256 or devflow's djb2, is computed once a pass).
 func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte) bool {
-	if e.AnchorID != "" || manifest.IsLegacyHash(e.ContentHash) {
+	if e.AnchorID != "" {
 		return manifest.Unchanged(e.ContentHash, current, legacy)
 	}
-	sum, ok := st.sums[rel]
-	if !ok {
-		if st.sums == nil {
-			st.sums = map[string]string{}
-		}
-		sum = manifest.Hash(current)
-		st.sums[rel] = sum
+	if st.sums == nil {
+		st.sums = map[string]*fileSums{}
 	}
-	return sum == e.ContentHash
+	s := st.sums[rel]
+	if s == nil {
+		s = &fileSums{}
+		st.sums[rel] = s
+	}
+	if manifest.IsLegacyHash(e.ContentHash) {
+		if s.djb2 == "" {
+			s.djb2 = manifest.DJB2(current)
+		}
+		return manifest.SameLegacy(e.ContentHash, s.djb2)
+	}
+	if s.sha == "" {
+		s.sha = manifest.Hash(current)
+	}
+	return s.sha == e.ContentHash
 }
+
+// fileSums are a file's hashes, each computed when first needed.
+type fileSums struct{ sha, djb2 string }
 
 // Plan applies DESIGN.md §4 to st in memory: it edits the log's
 // observations, the manifest entries and the usage file, and returns the

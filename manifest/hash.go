@@ -44,7 +44,13 @@ func IsLegacyHash(stored string) bool { return !strings.HasPrefix(stored, "sha25
 // from what learnwatch hashes).
 func Unchanged(stored string, current, legacy []byte) bool {
 	if IsLegacyHash(stored) {
-		return strings.EqualFold(strings.TrimSpace(stored), DJB2(legacy))
+		return SameLegacy(stored, DJB2(legacy))
 	}
 	return stored == Hash(current)
+}
+
+// SameLegacy reports whether the stored legacy hash is sum, a DJB2 result
+// (devflow's hashes are compared without case or surrounding space).
+func SameLegacy(stored, sum string) bool {
+	return strings.EqualFold(strings.TrimSpace(stored), sum)
 }
