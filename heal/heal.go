@@ -19,6 +19,8 @@ package heal
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -1127,7 +1129,26 @@ func signal(e manifest.Entry, id, typ, kind, reason string, now time.Time) learn
 	if e.AnchorID != "" {
 		target = e.AnchorID
 	}
-	return learn.Event{TS: now, Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: typ, Reason: reason}
+	ev := learn.Event{TS: now, Target: target, Kind: kind, Value: 1, Source: "reconcile", Type: typ, Reason: reason}
+	if kind == learn.KindDeleted || kind == learn.KindRestored {
+		ev.Of = deletionOf(e)
+	}
+	return ev
+}
+
+// deletionOf names the deletion of entry e's rendering (learn.Event.Of):
+// a digest of its path, anchor, render time and recorded hash, which a
+// penalty leaves as they were. Every pass that penalises the same entry —
+// in another clone of the memory, or on another branch — names it alike;
+// a rendering penalised again after a restore is the same name, counted
+// again because the restore took the first out of force.
+func deletionOf(e manifest.Entry) string {
+	h := sha256.New()
+	for _, s := range []string{e.Path, e.AnchorID, e.RenderedAt, e.ContentHash} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // findAnchor returns the section with id; with duplicates, the one whose

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -51,5 +52,60 @@ func TestFreedAnchorIsNotARestore(t *testing.T) {
 	}
 	if _, err := Undo(st, "obs_b", testNow); err == nil {
 		t.Fatal("undo of an observation with no penalty accepted")
+	}
+}
+
+// A deletion's events name it (learn.Event.Of): the deleted event, the
+// restored event of the artifact coming back, a second penalty of the
+// same rendering and the restored event of `learnwatch restore` all name
+// the same rendering alike; another entry's deletion is named otherwise.
+func TestDeletionEventsNameTheRendering(t *testing.T) {
+	root := t.TempDir()
+	putFile(t, root, ".memory/learning-log.jsonl",
+		readyObs("obs_wf", manifest.Workflow, "Run the linter", "")+
+			readyObs("obs_de", manifest.Decision, "Use SQLite", ""))
+	runRender(t, root)
+	cmd := filepath.Join(root, ".claude/commands/self-learning/run-the-linter.md")
+	rendered, err := os.ReadFile(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := func(res Result, kind string) []string {
+		var out []string
+		for _, e := range res.Events {
+			if e.Kind == kind {
+				out = append(out, e.Of)
+			}
+		}
+		return out
+	}
+	os.Remove(cmd)
+	dec := filepath.Join(root, ".memory/knowledge/decisions.md")
+	os.WriteFile(dec, []byte("# Decisions\n"), 0o644)
+	deleted := of(runReconcile(t, root), learn.KindDeleted)
+	if len(deleted) != 2 || deleted[0] == "" || deleted[1] == "" || deleted[0] == deleted[1] {
+		t.Fatalf("two deletions named %q", deleted)
+	}
+	os.WriteFile(cmd, rendered, 0o644)
+	if got := of(runReconcile(t, root), learn.KindRestored); len(got) != 1 || got[0] != deleted[0] {
+		t.Fatalf("the return names %q, the deletion %q", got, deleted[0])
+	}
+	os.Remove(cmd)
+	if got := of(runReconcile(t, root), learn.KindDeleted); len(got) != 1 || got[0] != deleted[0] {
+		t.Fatalf("deleted again: named %q, first %q", got, deleted[0])
+	}
+	// Back with other content, restored by hand: tracked again with the
+	// new hash, the event still names the rendering that was deleted.
+	os.WriteFile(cmd, append(rendered, "Mine now.\n"...), 0o644)
+	st, err := Load(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := Undo(st, "obs_wf", testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !u.Tracked || u.Event.Of != deleted[0] {
+		t.Fatalf("learnwatch restore names %q, the deletion %q", u.Event.Of, deleted[0])
 	}
 }

@@ -42,6 +42,7 @@ func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 		return UndoResult{}, fmt.Errorf("%s (%s): %w", id, o.Status, ErrNoPenalty)
 	}
 	e := st.Manifest.Entries[i]
+	penalised := e // as the penalty left it: the restore names its deletion
 	d := e.Deleted
 	o.Status, o.Confidence, o.DeprecatedAt = d.Status, d.Confidence, d.DeprecatedAt
 	res := UndoResult{ID: id}
@@ -60,7 +61,7 @@ func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 		}
 	}
 	res.Status, res.Confidence = o.Status, o.Confidence
-	res.Event = signal(e, o.ID, o.Type, learn.KindRestored, "restore", now)
+	res.Event = signal(penalised, o.ID, o.Type, learn.KindRestored, "restore", now)
 	res.Event.Source = "cli"
 	return res, nil
 }

@@ -43,7 +43,7 @@ func parseBase(l eventLine, cut time.Time) (*learn.Base, error) {
 			return nil, fmt.Errorf(`field "tally": negative count for %q`, typ)
 		}
 	}
-	return &learn.Base{Cut: cut, Fold: f, Tally: normalTally(l.Tally), Since: normalSince(l.Since)}, nil
+	return &learn.Base{Cut: cut, Fold: f, Tally: normalTally(l.Tally.tally()), Since: normalSince(l.Since)}, nil
 }
 
 // marshalBase returns the base line of a compaction at cut.
@@ -52,6 +52,41 @@ func marshalBase(cut time.Time, f *learn.Folder, tally map[string]learn.TypeStat
 		TS: cut, Target: BaseTarget, Kind: learn.KindCompacted, Value: float64(f.Events()), Source: "learnwatch compact",
 		Base: &learn.Base{Cut: cut, Fold: f, Tally: normalTally(tally), Since: normalSince(since)},
 	})
+}
+
+// keptTally is a tally as the journal keeps it to resume (a compaction's
+// base line, the snapshot): learn.TypeStats with the deletions in force,
+// which the tally's users (reports, the policy) never see.
+type keptTally map[string]keptTypeStats
+
+type keptTypeStats struct {
+	learn.TypeStats
+	Deleted map[string]string `json:"deleted,omitempty"`
+}
+
+// keep is m as the journal keeps it (nil for nil).
+func keep(m map[string]learn.TypeStats) keptTally {
+	if m == nil {
+		return nil
+	}
+	out := make(keptTally, len(m))
+	for typ, t := range m {
+		out[typ] = keptTypeStats{TypeStats: t, Deleted: t.Deleted}
+	}
+	return out
+}
+
+// tally is k read back (nil for nil).
+func (k keptTally) tally() map[string]learn.TypeStats {
+	if k == nil {
+		return nil
+	}
+	out := make(map[string]learn.TypeStats, len(k))
+	for typ, t := range k {
+		t.TypeStats.Deleted = t.Deleted
+		out[typ] = t.TypeStats
+	}
+	return out
 }
 
 // normalTally and normalSince give "none" one representation (nil), as
@@ -63,8 +98,11 @@ func normalTally(m map[string]learn.TypeStats) map[string]learn.TypeStats {
 	for k, t := range m {
 		if len(t.FailureReasons) == 0 && t.FailureReasons != nil {
 			t.FailureReasons = nil
-			m[k] = t
 		}
+		if len(t.Deleted) == 0 && t.Deleted != nil {
+			t.Deleted = nil
+		}
+		m[k] = t
 	}
 	return m
 }

@@ -21,8 +21,8 @@ func (in interner) get(b []byte) string {
 }
 
 // parseEventFast decodes the lines learnwatch itself writes — one flat
-// object, keys among ts/target/kind/value/source/type/reason/retries/role each at most
-// once, strings without escapes, a plain number — without reflection. For
+// object, keys among ts/target/kind/value/source/type/reason/retries/role/pass/of each at
+// most once, strings without escapes, a plain number — without reflection. For
 // anything else it reports ok=false and the caller uses encoding/json,
 // whose result is the reference (the fuzz test checks they agree).
 func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
@@ -68,6 +68,8 @@ func parseEventFast(line []byte, in interner) (l eventLine, ok bool) {
 			bit, dst = 256, &l.Role
 		case "pass":
 			bit, dst = 512, &l.Pass
+		case "of":
+			bit, dst = 1024, &l.Of
 		default:
 			return l, false
 		}

@@ -26,17 +26,20 @@ type eventLine struct {
 	Role string `json:"role,omitempty"`
 	// Pass is the id of the reconcile that recorded the event (pass.go).
 	Pass string `json:"pass,omitempty"`
+	// Of names the deletion a deleted or restored event records
+	// (learn.Event.Of).
+	Of string `json:"of,omitempty"`
 	// Base, Tally and Since are a compaction's base line (kind
 	// "compacted"): the fold state (base64 of learn.Folder.MarshalBinary),
 	// the per-type tally and the resets it was tallied since.
-	Base  string                     `json:"base,omitempty"`
-	Tally map[string]learn.TypeStats `json:"tally,omitempty"`
-	Since map[string]time.Time       `json:"since,omitempty"`
+	Base  string               `json:"base,omitempty"`
+	Tally keptTally            `json:"tally,omitempty"`
+	Since map[string]time.Time `json:"since,omitempty"`
 }
 
 // MarshalEvent returns the feedback.jsonl line of e (no newline):
-// {"ts","target","kind","value","source"} plus "type", "reason", "retries"
-// and "role" when set, and "base", "tally", "since" on a compaction's base
+// {"ts","target","kind","value","source"} plus "type", "reason", "retries",
+// "role" and "of" when set, and "base", "tally", "since" on a compaction's base
 // line.
 func MarshalEvent(e learn.Event) ([]byte, error) {
 	return marshalEventPass(e, "")
@@ -51,7 +54,7 @@ func marshalEventPass(e learn.Event, pass string) ([]byte, error) {
 		return nil, fmt.Errorf("feedback event %s/%s: value %v is not a number", e.Target, e.Kind, e.Value)
 	}
 	v := e.Value
-	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role, Pass: pass}
+	l := eventLine{TS: formatTS(e.TS), Target: e.Target, Kind: e.Kind, Value: &v, Source: e.Source, Type: e.Type, Reason: e.Reason, Role: e.Role, Pass: pass, Of: e.Of}
 	if e.Retries > 0 {
 		r := float64(e.Retries)
 		l.Retries = &r
@@ -64,7 +67,7 @@ func marshalEventPass(e learn.Event, pass string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.Base, l.Tally, l.Since = base64.StdEncoding.EncodeToString(state), e.Base.Tally, e.Base.Since
+		l.Base, l.Tally, l.Since = base64.StdEncoding.EncodeToString(state), keep(e.Base.Tally), e.Base.Since
 	}
 	return encode(l)
 }
@@ -92,7 +95,7 @@ func parseEvent(line []byte, in interner) (learn.Event, error) {
 	if l.Kind == "" {
 		return learn.Event{}, errors.New(`field "kind": missing`)
 	}
-	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason, Role: l.Role}
+	e := learn.Event{TS: ts, Target: l.Target, Kind: l.Kind, Source: l.Source, Type: l.Type, Reason: l.Reason, Role: l.Role, Of: l.Of}
 	if l.Value != nil {
 		e.Value = *l.Value
 	}

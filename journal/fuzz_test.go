@@ -110,6 +110,8 @@ func FuzzParseEventFastAgrees(f *testing.F) {
 		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"outcome","value":0.86,"source":"outcome:r","type":"decision","retries":2}`,
 		`{"retries":-1}`, `{"retries":1.5,"retries":2}`, `{"role":"sentinel","role":"x"}`,
 		`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"cited","value":1,"source":"verdict:v","role":"sentinel"}`,
+		`{"ts":"2026-03-02T12:00:00Z","target":"obs_a","kind":"deleted","value":1,"source":"reconcile","type":"workflow","reason":"deleted","pass":"p1","of":"3f2a9c0d1e2b4a5c"}`,
+		`{"of":"a","of":"b"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -135,7 +137,9 @@ func FuzzFeedbackSnapshot(f *testing.F) {
 	seedRoot := f.TempDir()
 	os.MkdirAll(Path(seedRoot, ""), 0o755)
 	journal := []byte(`{"ts":"2026-03-01T12:00:00Z","target":"ADR-001","kind":"kept","value":1,"source":"reconcile","type":"decision"}` + "\n" +
-		`{"ts":"2026-03-02T12:00:00Z","target":"ADR-001","kind":"deleted","value":1,"source":"reconcile","type":"decision","reason":"stale"}` + "\n")
+		`{"ts":"2026-03-02T12:00:00Z","target":"ADR-001","kind":"deleted","value":1,"source":"reconcile","type":"decision","reason":"stale"}` + "\n" +
+		`{"ts":"2026-03-03T12:00:00Z","target":"ADR-002","kind":"deleted","value":1,"source":"reconcile","type":"decision","of":"k"}` + "\n" +
+		`{"ts":"2026-03-04T12:00:00Z","target":"ADR-002","kind":"deleted","value":1,"source":"reconcile","type":"decision","of":"k"}` + "\n")
 	os.WriteFile(Path(seedRoot, FeedbackFile), journal, 0o644)
 	if _, _, err := foldFeedbackLocked(seedRoot, nil, true); err != nil {
 		f.Fatal(err)

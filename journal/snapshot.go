@@ -41,17 +41,17 @@ const (
 // tally), then the learn fold's raw state in its binary form
 // (learn.Folder.MarshalBinary).
 type snapshotDoc struct {
-	Version int                        `json:"version"`
-	Size    int64                      `json:"size"`
-	Dev     uint64                     `json:"dev"`
-	Ino     uint64                     `json:"ino"`
-	HeadLen int64                      `json:"head_len"`
-	Head    string                     `json:"head"`
-	LastAt  int64                      `json:"last_at"`
-	Last    string                     `json:"last"`
-	Corrupt int                        `json:"corrupt"`
-	Since   map[string]time.Time       `json:"since"`
-	Tally   map[string]learn.TypeStats `json:"tally"`
+	Version int                  `json:"version"`
+	Size    int64                `json:"size"`
+	Dev     uint64               `json:"dev"`
+	Ino     uint64               `json:"ino"`
+	HeadLen int64                `json:"head_len"`
+	Head    string               `json:"head"`
+	LastAt  int64                `json:"last_at"`
+	Last    string               `json:"last"`
+	Corrupt int                  `json:"corrupt"`
+	Since   map[string]time.Time `json:"since"`
+	Tally   keptTally            `json:"tally"`
 
 	fold *learn.Folder // the bytes after the header line
 }
@@ -230,7 +230,7 @@ func foldIncremental(root string, since map[string]time.Time, useSnap bool) (fol
 		start = s.Size
 		fd.folder, fd.corrupt, fd.fromSnapshot = s.fold, s.Corrupt, true
 		if s.Tally != nil {
-			fd.tally = s.Tally
+			fd.tally = s.Tally.tally()
 		}
 	}
 	data := make([]byte, size-start)
@@ -317,7 +317,7 @@ func newSnapshot(f *os.File, data []byte, start, end int64, dev, ino uint64, fd 
 		Version: snapshotVersion, Size: end, Dev: dev, Ino: ino,
 		HeadLen: headLen, Head: hashOf(head),
 		LastAt: lastAt, Last: hashOf(data[lastAt-start : end-start]),
-		Corrupt: fd.corrupt, Since: since, Tally: fd.tally,
+		Corrupt: fd.corrupt, Since: since, Tally: keep(fd.tally),
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {

@@ -82,7 +82,7 @@ func randomLine(r *rand.Rand, clock *time.Time) string {
 			kind, target, stamp, value, typ, r.IntN(100))
 	}
 	b, err := MarshalEvent(learn.Event{TS: ts, Target: target, Kind: kind, Value: value, Source: "reconcile", Type: typ,
-		Reason: reason, Retries: r.IntN(3), Role: []string{"", "", "reviewer"}[r.IntN(3)]})
+		Reason: reason, Retries: r.IntN(3), Role: []string{"", "", "reviewer"}[r.IntN(3)], Of: []string{"", "", "k1", "k2"}[r.IntN(4)]})
 	if err != nil {
 		panic(err)
 	}

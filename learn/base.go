@@ -50,7 +50,7 @@ func (f *Folder) addBase(b *Base) {
 		s.OutcomeFailures += bs.OutcomeFailures
 		s.Regression = s.Regression || bs.Regression
 		s.Aged += bs.Aged
-		s.deleted = append(append([]float64(nil), bs.deleted...), s.deleted...)
+		s.deleted = append(append([]inForce(nil), bs.deleted...), s.deleted...)
 		for _, p := range []struct{ dst, src *time.Time }{{&s.LastFeedback, &bs.LastFeedback}, {&s.LastUse, &bs.LastUse}, {&s.ResetAt, &bs.ResetAt}} {
 			if p.src.After(*p.dst) {
 				*p.dst = *p.src
@@ -95,6 +95,12 @@ func tallyBase(out map[string]TypeStats, b *Base, since map[string]time.Time) {
 				ts.FailureReasons = map[string]int{}
 			}
 			ts.FailureReasons[r] += n
+		}
+		for of, r := range bt.Deleted {
+			if ts.Deleted == nil {
+				ts.Deleted = map[string]string{}
+			}
+			ts.Deleted[of] = r
 		}
 		out[typ] = ts
 	}

@@ -57,6 +57,15 @@ type Event struct {
 	// Role is the validator role of a verdict event (cited by a PASS, or
 	// false_positive), when the verdict named one.
 	Role string
+	// Of names the deletion a deleted or restored event records: the
+	// rendering that was removed (reconcile: a digest of the manifest
+	// entry's path, anchor, render time and hash). Two passes that record
+	// one deletion — two clones reconciling the same pulled commit, one
+	// memory reconciled on two branches — give the same Of, and while that
+	// deletion is in force the second record counts for nothing (fold and
+	// tally). A restored event with Of cancels that deletion only. Empty
+	// (older lines, other sources): every event counts, as before.
+	Of string
 	// Base is set on a compaction's base line (Kind KindCompacted): the
 	// fold of the events it replaced.
 	Base *Base
@@ -145,9 +154,9 @@ type Stats struct {
 	// entry ("" when none named a role).
 	Via string
 
-	// deleted holds the magnitudes of the deleted events not cancelled
-	// by a restored event, oldest first.
-	deleted []float64
+	// deleted holds the deleted events not cancelled by a restored event,
+	// oldest first.
+	deleted []inForce
 
 	Manual       Level // LevelProven (promote), LevelDeprecated, or "" (none)
 	ManualReason string
@@ -320,7 +329,10 @@ func foldOne(s Stats, e Event) Stats {
 		s.Reinforcements++
 	case Harmful:
 		if e.Kind == KindDeleted {
-			s.deleted = append(s.deleted, mag)
+			if s.inForce(e.Of) >= 0 {
+				return s // a second record of a deletion in force
+			}
+			s.deleted = append(s.deleted, inForce{mag, e.Of})
 		}
 		if e.Kind == KindFalsePositive && s.Reinforcements >= 3 {
 			s.Regression = true

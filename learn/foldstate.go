@@ -17,15 +17,21 @@ import (
 // for "Z", the local zone when the offset matches it, else a fixed zone),
 // so a folder read back continues exactly where it stopped.
 //
-//	"lwfold1" events:varint newest:time targets:uvarint
+//	"lwfold2" events:varint newest:time targets:uvarint
 //	  target... (sorted by id): id type helpful harmful neutral
 //	  helpful_events harmful_events neutral_events last_feedback last_use
 //	  reinforcements outcomes outcome_failures regression aged via
-//	  deleted:uvarint float... manual manual_reason manual_at reset_at
+//	  deleted:uvarint (float of)... manual manual_reason manual_at reset_at
 //
 // strings and times are uvarint-length-prefixed bytes, floats 8 bytes
-// little-endian IEEE 754, ints signed varints, bools one byte.
-const foldMagic = "lwfold1"
+// little-endian IEEE 754, ints signed varints, bools one byte. "lwfold1",
+// written before deletions were named (Event.Of), is read too: its
+// deletions in force hold a magnitude only. Compaction bases in journals
+// keep it, so it is never refused.
+const (
+	foldMagic   = "lwfold2"
+	foldMagicV1 = "lwfold1"
+)
 
 // maxFoldTargets bounds the targets a fold state may claim.
 const maxFoldTargets = 1 << 22
@@ -48,7 +54,11 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
 		s := f.stats[id]
-		for _, v := range append([]float64{s.Helpful, s.Harmful, s.Neutral}, s.deleted...) {
+		sums := []float64{s.Helpful, s.Harmful, s.Neutral}
+		for _, d := range s.deleted {
+			sums = append(sums, d.mag)
+		}
+		for _, v := range sums {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("fold state: %s has a sum that is not a finite number", id)
 			}
@@ -74,7 +84,8 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 		b = appendString(b, s.Via)
 		b = binary.AppendUvarint(b, uint64(len(s.deleted)))
 		for _, d := range s.deleted {
-			b = appendFloat(b, d)
+			b = appendFloat(b, d.mag)
+			b = appendString(b, d.of)
 		}
 		b = appendString(b, string(s.Manual))
 		b = appendString(b, s.ManualReason)
@@ -91,7 +102,8 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 // else — truncated, trailing bytes, a target twice or without id, targets
 // out of order — is an error and leaves f unchanged.
 func (f *Folder) UnmarshalBinary(data []byte) error {
-	if len(data) < len(foldMagic) || string(data[:len(foldMagic)]) != foldMagic {
+	v1 := len(data) >= len(foldMagicV1) && string(data[:len(foldMagicV1)]) == foldMagicV1
+	if !v1 && (len(data) < len(foldMagic) || string(data[:len(foldMagic)]) != foldMagic) {
 		return errors.New("fold state: not a fold state of this version")
 	}
 	d := decoder{b: data[len(foldMagic):]}
@@ -119,9 +131,12 @@ func (f *Folder) UnmarshalBinary(data []byte) error {
 				d.fail()
 				break
 			}
-			s.deleted = make([]float64, k)
+			s.deleted = make([]inForce, k)
 			for j := range s.deleted {
-				s.deleted[j] = d.float()
+				s.deleted[j].mag = d.float()
+				if !v1 {
+					s.deleted[j].of = d.string()
+				}
 			}
 		}
 		s.Manual = Level(d.string())
@@ -283,7 +298,8 @@ func TallyInto(out map[string]TypeStats, events []Event, since map[string]time.T
 }
 
 // plausible reports whether s could come out of a fold: sums and counts
-// are never negative, deletions in force are positive magnitudes.
+// are never negative, deletions in force are positive magnitudes, each
+// named at most once.
 func plausible(s Stats) bool {
 	for _, v := range []float64{s.Helpful, s.Harmful, s.Neutral} {
 		if v < 0 {
@@ -295,9 +311,9 @@ func plausible(s Stats) bool {
 			return false
 		}
 	}
-	for _, d := range s.deleted {
-		if !(d > 0) {
-			return false
+	for i, d := range s.deleted {
+		if !(d.mag > 0) || d.of != "" && s.inForce(d.of) != i {
+			return false // a magnitude no event gives, or one deletion twice
 		}
 	}
 	return true

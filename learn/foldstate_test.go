@@ -2,9 +2,11 @@ package learn
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,6 +23,7 @@ func randomEvents(r *rand.Rand, n int, from time.Time) []Event {
 			Type:   []string{"", "decision", "pitfall"}[r.IntN(3)],
 			Reason: []string{"", "deleted", "timeout"}[r.IntN(3)],
 			Role:   []string{"", "reviewer"}[r.IntN(2)],
+			Of:     []string{"", "", "k1", "k2"}[r.IntN(4)],
 		}
 	}
 	return evs
@@ -116,4 +119,42 @@ func FuzzFolderState(f *testing.F) {
 			t.Fatalf("round trip changed the result:\n%s\n%s", a, b)
 		}
 	})
+}
+
+// A fold state written before deletions were named ("lwfold1", kept in
+// every compaction base of an older journal) reads back: its deletions in
+// force are unnamed, a restore cancels the newest, and written again it is
+// the current version.
+func TestFoldStateV1ReadsBack(t *testing.T) {
+	// Two deletions of obs_a and a kept event of obs_b, folded and
+	// marshalled by the code of e494603.
+	const v1 = "bHdmb2xkMQYPAQAAAA7g58wgAAAAAP//AgVvYnNfYQh3b3JrZmxvdwAAAAAAAAAAAAAAAAAAAEAAAAAAAAAAAAAEAA8BAAAADuDnvhAAAAAA//8PAQAAAAAAAAAAAAAAAP//AAAAAAAAAgAAAAAAAPA/AAAAAAAA8D8AAA8BAAAAAAAAAAAAAAAA//8PAQAAAAAAAAAAAAAAAP//BW9ic19iCHdvcmtmbG93AAAAAAAA8D8AAAAAAAAAAAAAAAAAAAAAAgAADwEAAAAO4OfMIAAAAAD//w8BAAAAAAAAAAAAAAAA//8CAAAAAAAAAAAPAQAAAAAAAAAAAAAAAP//DwEAAAAAAAAAAAAAAAD//w=="
+	raw, err := base64.StdEncoding.DecodeString(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFolder()
+	if err := f.UnmarshalBinary(raw); err != nil {
+		t.Fatalf("a v1 fold state: %v", err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(48 * time.Hour)
+	if got := f.Result(now, Params{})["obs_a"].HarmfulEvents; got != 2 {
+		t.Fatalf("%d harmful events read back, want 2", got)
+	}
+	f.Add([]Event{{TS: t0.Add(3 * time.Hour), Target: "obs_a", Kind: KindRestored, Value: 1, Type: "workflow", Of: "k"}})
+	if got := f.Result(now, Params{})["obs_a"].HarmfulEvents; got != 2 {
+		t.Fatalf("a restore naming a deletion the v1 state cannot name cancelled one: %d", got)
+	}
+	f.Add([]Event{{TS: t0.Add(4 * time.Hour), Target: "obs_a", Kind: KindRestored, Value: 1, Type: "workflow"}})
+	if got := f.Result(now, Params{})["obs_a"].HarmfulEvents; got != 1 {
+		t.Fatalf("an unnamed restore after a v1 state: %d harmful events, want 1", got)
+	}
+	b, err := f.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), foldMagic) {
+		t.Fatalf("written again as %q", b[:7])
+	}
 }

@@ -176,6 +176,12 @@ type TypeStats struct {
 	// FailureReasons counts failures by reason (deleted, stale, anchor-lost,
 	// duplicate, outcome failure types…).
 	FailureReasons map[string]int `json:"failure_reasons,omitempty"`
+	// Deleted are the named deletions (Event.Of) counted and not restored,
+	// with the reason they were counted under: a second record of one is
+	// not counted again, a restore naming it takes back that reason.
+	// Bookkeeping of the tally, not a figure: reports and the policy leave
+	// it out; the journal keeps it where it keeps a tally to resume.
+	Deleted map[string]string `json:"-"`
 }
 
 // Total is Successes + Failures.
@@ -325,17 +331,35 @@ func tallyInto(out map[string]TypeStats, events []Event, since map[string]time.T
 			ts.Successes++
 			ts.QualitySum++
 		case KindDeleted:
+			if _, counted := ts.Deleted[e.Of]; counted && e.Of != "" {
+				continue // a second record of a deletion in force
+			}
 			fail = e.Reason
 			if fail == "" {
 				fail = KindDeleted
 			}
-		case KindRestored:
-			// The deletion was undone: take back one deleted failure.
-			if n := ts.FailureReasons[KindDeleted] + ts.FailureReasons["anchor-lost"]; n > 0 && ts.N > 0 {
-				r := KindDeleted
-				if ts.FailureReasons[r] == 0 {
-					r = "anchor-lost"
+			if e.Of != "" {
+				if ts.Deleted == nil {
+					ts.Deleted = map[string]string{}
 				}
+				ts.Deleted[e.Of] = fail
+			}
+		case KindRestored:
+			// The deletion was undone: take back its failure (one deleted
+			// failure when the event does not name it).
+			r := KindDeleted
+			if e.Of != "" {
+				var counted bool
+				if r, counted = ts.Deleted[e.Of]; !counted {
+					continue // not in force here: restored already, or before a reset
+				}
+				if delete(ts.Deleted, e.Of); len(ts.Deleted) == 0 {
+					ts.Deleted = nil
+				}
+			} else if ts.FailureReasons[r] == 0 {
+				r = "anchor-lost"
+			}
+			if ts.FailureReasons[r] > 0 && ts.N > 0 {
 				if ts.FailureReasons[r]--; ts.FailureReasons[r] == 0 {
 					delete(ts.FailureReasons, r)
 				}
@@ -345,6 +369,8 @@ func tallyInto(out map[string]TypeStats, events []Event, since map[string]time.T
 				ts.N--
 				ts.Failures--
 				out[e.Type] = ts
+			} else if e.Of != "" {
+				out[e.Type] = ts // the deletion named is no longer in force
 			}
 			continue
 		case KindFalsePositive:
