@@ -199,11 +199,12 @@ func (g *gitView) backByCheckout(rel, anchor, penaltyHead string) bool {
 // checkedOut reports whether an artifact present with other content than
 // the recorded one (current is its file, or its section's text) got that
 // content from git rather than from a person: the work tree holds HEAD's
-// version (a change staged or not is the person's), no commit of HEAD's history since the render
-// had the recorded content (a change committed on this line, by anyone,
-// is an edit), and a branch tip or the stash has it. A checkout, rebase or
-// stash replaced the recorded version with another line's; the recorded
-// one comes back with its branch, as an absent artifact does.
+// version (a change, staged or not, is the person's), no commit of HEAD's
+// history since the render had the recorded content (a change committed
+// on this line, by anyone, is an edit), and a branch tip or the stash has
+// it. A checkout, rebase or stash replaced the recorded version with
+// another line's; the recorded one comes back with its branch, as an
+// absent artifact does.
 func (g *gitView) checkedOut(rel, anchor, obsID, recorded string, current []byte, since time.Time) bool {
 	if g == nil || g.headTree == nil {
 		return false
