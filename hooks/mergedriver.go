@@ -111,12 +111,28 @@ func RebaseInProgress(root string) bool {
 	if err != nil {
 		return false
 	}
-	for _, name := range []string{"rebase-merge", "rebase-apply"} {
-		if fi, err := os.Lstat(filepath.Join(dir, name)); err == nil && fi.IsDir() {
-			return true
+	return Operation(dir) == "rebase"
+}
+
+// Operation names the git operation under way in the worktree whose git
+// directory is gitDir — "rebase" (rebase-merge/ or rebase-apply/, `git am`
+// included), "merge" (MERGE_HEAD), "cherry-pick" (CHERRY_PICK_HEAD),
+// "revert" (REVERT_HEAD) — or "" when none is: the state git leaves while
+// it waits for the person (a conflict, `--no-commit`, an interactive
+// stop). Five lstats, no git process.
+func Operation(gitDir string) string {
+	if gitDir == "" {
+		return ""
+	}
+	for _, op := range []struct{ name, path string }{
+		{"rebase", "rebase-merge"}, {"rebase", "rebase-apply"},
+		{"merge", "MERGE_HEAD"}, {"cherry-pick", "CHERRY_PICK_HEAD"}, {"revert", "REVERT_HEAD"},
+	} {
+		if _, err := os.Lstat(filepath.Join(gitDir, op.path)); err == nil {
+			return op.name
 		}
 	}
-	return false
+	return ""
 }
 
 // configGet returns a local config value ("" and false when unset).

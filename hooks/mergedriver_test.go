@@ -56,3 +56,42 @@ func TestDriverCommandRunsThroughAShell(t *testing.T) {
 		t.Fatalf("%q: %q %v", cmd, out, err)
 	}
 }
+
+// Operation names what git leaves in the worktree's git directory while an
+// operation waits for the person; nothing else counts.
+func TestOperation(t *testing.T) {
+	for _, c := range []struct {
+		entry string
+		dir   bool
+		want  string
+	}{
+		{"", false, ""},
+		{"rebase-merge", true, "rebase"},
+		{"rebase-apply", true, "rebase"},
+		{"MERGE_HEAD", false, "merge"},
+		{"CHERRY_PICK_HEAD", false, "cherry-pick"},
+		{"REVERT_HEAD", false, "revert"},
+		{"ORIG_HEAD", false, ""},
+		{"FETCH_HEAD", false, ""},
+	} {
+		dir := t.TempDir()
+		if c.entry != "" {
+			p := filepath.Join(dir, c.entry)
+			var err error
+			if c.dir {
+				err = os.Mkdir(p, 0o755)
+			} else {
+				err = os.WriteFile(p, []byte("0123\n"), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := Operation(dir); got != c.want {
+			t.Errorf("%s: Operation = %q, want %q", c.entry, got, c.want)
+		}
+	}
+	if got := Operation(""); got != "" {
+		t.Errorf("outside git: %q", got)
+	}
+}

@@ -40,6 +40,9 @@ type State struct {
 	// ConfigError is set when a reload (SIGHUP) found a broken config; the
 	// watcher keeps its previous settings.
 	ConfigError string `json:"config_error,omitempty"`
+	// HeldBy names the git operation (rebase, merge, cherry-pick, revert)
+	// the watcher's passes wait for while it is under way.
+	HeldBy string `json:"held_by,omitempty"`
 
 	Counters Counters `json:"counters"`
 }

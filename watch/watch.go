@@ -30,6 +30,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine"
+	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -138,6 +139,10 @@ type watcher struct {
 	// settleT fires settleDelay after a pass: the engine does what the
 	// pass deferred (engine.Engine.Settle) while nothing is pending.
 	settleT *time.Timer
+
+	// gitDir is the worktree's git directory ("" outside git), where git
+	// leaves the state of an operation waiting for the person.
+	gitDir string
 
 	// test hooks
 	reconcile reconcileFunc
@@ -259,6 +264,7 @@ func (w *watcher) run(ctx context.Context) error {
 		defer w.fsw.Close()
 		events, errs = w.fsw.Events, w.fsw.Errors
 	}
+	w.gitDir, _ = hooks.GitDir(w.root)
 	w.rearm(true, true)
 	w.log.Info("watching", "root", w.root, "pid", pid.pid, "dirs", len(w.armed), "debounce", w.set.debounce.String(),
 		"max_delay", w.set.maxDelay.String(), "grace", w.set.grace.String(), "render", w.set.render)
@@ -352,6 +358,9 @@ func (w *watcher) fire(ctx context.Context) {
 	}
 	if time.Now().Before(w.retryAt) {
 		w.schedule()
+		return
+	}
+	if w.holdForGit() {
 		return
 	}
 	reason, thorough := w.reason, w.thorough
@@ -448,6 +457,35 @@ func (w *watcher) fire(ctx context.Context) {
 	// The manifest's paths may have changed: watch the new set.
 	w.rearm(true, false)
 	w.writeState()
+}
+
+// holdPoll is how often a watcher holding its passes for a git operation
+// looks whether the operation has ended.
+const holdPoll = 500 * time.Millisecond
+
+// holdForGit reports whether the pass due must wait: git is in the middle
+// of a rebase, merge, cherry-pick or revert (hooks.Operation). The files
+// are then git's, half-way through, and a pass would count what git does
+// as the person's — and, the memory being committed, write tracked files
+// that make `git rebase --continue` refuse to go on. The burst keeps
+// gathering events and the pass runs, with all of them, once the operation
+// has ended (looked at every holdPoll while it lasts; no cost otherwise).
+func (w *watcher) holdForGit() bool {
+	op := hooks.Operation(w.gitDir)
+	if op == "" {
+		if w.state.HeldBy != "" {
+			w.log.Info("git operation ended: the held pass runs", "operation", w.state.HeldBy)
+			w.state.HeldBy = ""
+		}
+		return false
+	}
+	if w.state.HeldBy != op {
+		w.log.Info("git operation in progress: passes held until it ends", "operation", op)
+		w.state.HeldBy = op
+		w.writeState()
+	}
+	w.timer.Reset(holdPoll)
+	return true
 }
 
 // underChanged reports whether f is below a directory of the burst that

@@ -136,6 +136,9 @@ func watcherStatus(root string) map[string]any {
 	if st.WatchLimitHit {
 		sum += fmt.Sprintf("; inotify watch limit hit (%d directories unwatched): rescanning every watch.rescan", st.Unwatched)
 	}
+	if running && st.HeldBy != "" {
+		sum += "; passes held until the git " + st.HeldBy + " in progress ends"
+	}
 	if st.LastError != "" {
 		sum += "; last error: " + st.LastError
 	}
