@@ -158,10 +158,12 @@ func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 	if g == nil {
 		return true
 	}
-	if h, ok := g.inIndex(g.prefix + rel); ok && (anchor == "" || g.anchorsOf(h)[anchor]) {
+	// HEAD's tree first: it answers for most uncommitted deletions without
+	// decoding the index (an entry per tracked file, 5 ms at 10,000).
+	if g.has(g.headTree, rel, anchor) {
 		return true
 	}
-	if g.has(g.headTree, rel, anchor) {
+	if h, ok := g.inIndex(g.prefix + rel); ok && (anchor == "" || g.anchorsOf(h)[anchor]) {
 		return true
 	}
 	for _, t := range g.history(since) {

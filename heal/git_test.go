@@ -163,3 +163,52 @@ func TestCheckedOut(t *testing.T) {
 		t.Fatal("outside git, an artifact changed is the person's edit")
 	}
 }
+
+// A missing artifact is the person's deletion when git's index or HEAD's
+// tree has it, or HEAD's line had it since the render, or nothing has it;
+// absent when only another branch has it.
+func TestDeletedOrAbsent(t *testing.T) {
+	since := time.Now().Add(-time.Hour)
+	const other = ".claude/commands/self-learning/other.md"
+	cases := []struct {
+		name  string
+		rel   string
+		setup func(t *testing.T, dir string)
+		want  bool
+	}{
+		{"committed, then removed", cmdRel, func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, cmdRel))
+		}, true},
+		{"committed on another branch only", other, func(t *testing.T, dir string) {
+			gitIn(t, dir, "checkout", "-q", "-b", "side")
+			put(t, dir, other, mine)
+			gitIn(t, dir, "add", other)
+			gitIn(t, dir, "commit", "-q", "-m", "side")
+			gitIn(t, dir, "checkout", "-q", "main")
+		}, false},
+		{"staged here, removed, another branch has it", other, func(t *testing.T, dir string) {
+			gitIn(t, dir, "checkout", "-q", "-b", "side")
+			put(t, dir, other, mine)
+			gitIn(t, dir, "add", other)
+			gitIn(t, dir, "commit", "-q", "-m", "side")
+			gitIn(t, dir, "checkout", "-q", "main")
+			put(t, dir, other, theirs)
+			gitIn(t, dir, "add", other)
+			os.Remove(filepath.Join(dir, other))
+		}, true},
+		{"never in git", other, func(t *testing.T, dir string) {}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			gitIn(t, dir, "init", "-q", "-b", "main")
+			put(t, dir, cmdRel, rendered)
+			gitIn(t, dir, "add", "-A")
+			gitIn(t, dir, "commit", "-q", "-m", "rendered")
+			c.setup(t, dir)
+			if got := openGit(dir).deleted(c.rel, "", since); got != c.want {
+				t.Fatalf("deleted = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
