@@ -16,6 +16,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/heal"
+	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -116,7 +118,29 @@ type Pass struct {
 	// watcher calls when it is idle; the parsed state is kept in the
 	// engine for the next pass (heal.Warm).
 	Deferred bool
+	// WaitForGit runs no pass while git is in the middle of a rebase,
+	// merge, cherry-pick or revert (hooks.Operation): the files are git's,
+	// half-applied, and tracked memory files written then would stop it.
+	// Reconcile returns a *GitBusyError instead. The session start and
+	// post-checkout set it; post-merge and post-rewrite run when their
+	// operation is over (git may still hold MERGE_HEAD while post-merge
+	// runs); a pass a person asks for runs. A pass that would replay is not
+	// held: it writes nothing.
+	WaitForGit bool
 }
+
+// ErrGitBusy is what a pass with Pass.WaitForGit returns, wrapped in a
+// *GitBusyError, while git is in the middle of an operation.
+var ErrGitBusy = errors.New("git operation in progress")
+
+// GitBusyError names the git operation a pass waited for.
+type GitBusyError struct{ Op string }
+
+func (e *GitBusyError) Error() string {
+	return fmt.Sprintf("git %s in progress: the files are git's until it ends", e.Op)
+}
+
+func (e *GitBusyError) Is(target error) bool { return target == ErrGitBusy }
 
 // Report is what a pass found and did: heal's result plus the warnings a
 // person should read (a policy not refreshed, a broken policy file).
@@ -151,6 +175,13 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			return rep, nil
 		}
 		e.logc = nil // read ahead for nothing: the full pass parses it
+	}
+	if p.WaitForGit {
+		if dir, err := hooks.GitDir(e.root); err == nil {
+			if op := hooks.Operation(dir); op != "" {
+				return rep, &GitBusyError{Op: op}
+			}
+		}
 	}
 	opts := heal.Options{
 		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,

@@ -102,18 +102,6 @@ func GitDir(root string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// RebaseInProgress reports whether a rebase is under way in the worktree at
-// root (git keeps its state in rebase-merge/ or rebase-apply/ of the
-// worktree's git directory). The checkouts a rebase makes on the way are
-// not the person's: the post-rewrite hook reconciles once it has finished.
-func RebaseInProgress(root string) bool {
-	dir, err := GitDir(root)
-	if err != nil {
-		return false
-	}
-	return Operation(dir) == "rebase"
-}
-
 // Operation names the git operation under way in the worktree whose git
 // directory is gitDir — "rebase" (rebase-merge/ or rebase-apply/, `git am`
 // included), "merge" (MERGE_HEAD), "cherry-pick" (CHERRY_PICK_HEAD),

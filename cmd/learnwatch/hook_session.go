@@ -14,6 +14,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/deadline"
+	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -131,7 +132,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				cfg := a.hookConfig(root)
 				// The index ranks with the log the reconcile left, when it
 				// wrote it: no second parse of the file.
-				res, err := reconcile(a, root, cfg, true)
+				res, err := reconcileAuto(a, root, cfg, true, true)
 				log := res.Log
 				if err != nil {
 					// The index is still worth giving: say why the
@@ -173,15 +174,15 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					if name == "post-checkout" && hooks.RebaseInProgress(root) {
+					res, err := reconcileAuto(a, root, a.hookConfig(root), false, name == "post-checkout")
+					if errors.Is(err, engine.ErrGitBusy) {
 						// A rebase checks out commits on its way; writing
 						// to tracked files then would stop it. post-rewrite
 						// reconciles when it has finished.
-						a.log.Debug("rebase in progress: post-rewrite reconciles when it ends", "hook", name)
+						a.log.Debug("pass held: post-rewrite reconciles when a rebase ends", "hook", name, "why", err.Error())
 						return nil
 					}
 					defer printRenumbered(a, root) // after a merge, rebase or cherry-pick (mergedriver.go)
-					res, err := reconcile(a, root, a.hookConfig(root), false)
 					if err != nil {
 						return err
 					}

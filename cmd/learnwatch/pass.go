@@ -63,6 +63,15 @@ func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Resul
 	return runPass(a, root, cfg, engine.Pass{Session: session})
 }
 
+// reconcileAuto is the pass of a hook that may run while git is in the
+// middle of an operation (the session start, post-checkout during a
+// rebase): it then does not run (engine.ErrGitBusy). post-merge and
+// post-rewrite run when theirs has ended (though git may not have removed
+// MERGE_HEAD yet).
+func reconcileAuto(a *app, root string, cfg config.Config, session, wait bool) (heal.Result, error) {
+	return runPass(a, root, cfg, engine.Pass{Session: session, WaitForGit: wait})
+}
+
 // reconcileExplicit is the reconcile command's: a person asked for it, so
 // the staleness marks are written even into a log git tracks.
 func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, error) {
