@@ -164,12 +164,23 @@ func TestCheckedOut(t *testing.T) {
 	}
 }
 
+// onSide commits deletedOther on a branch "side" and checks main out again.
+func onSide(t *testing.T, dir string) {
+	gitIn(t, dir, "checkout", "-q", "-b", "side")
+	put(t, dir, deletedOther, mine)
+	gitIn(t, dir, "add", deletedOther)
+	gitIn(t, dir, "commit", "-q", "-m", "side")
+	gitIn(t, dir, "checkout", "-q", "main")
+}
+
+const deletedOther = ".claude/commands/self-learning/other.md"
+
 // A missing artifact is the person's deletion when git's index or HEAD's
 // tree has it, or HEAD's line had it since the render, or nothing has it;
 // absent when only another branch has it.
 func TestDeletedOrAbsent(t *testing.T) {
 	since := time.Now().Add(-time.Hour)
-	const other = ".claude/commands/self-learning/other.md"
+	const other = deletedOther
 	cases := []struct {
 		name  string
 		rel   string
@@ -179,19 +190,9 @@ func TestDeletedOrAbsent(t *testing.T) {
 		{"committed, then removed", cmdRel, func(t *testing.T, dir string) {
 			os.Remove(filepath.Join(dir, cmdRel))
 		}, true},
-		{"committed on another branch only", other, func(t *testing.T, dir string) {
-			gitIn(t, dir, "checkout", "-q", "-b", "side")
-			put(t, dir, other, mine)
-			gitIn(t, dir, "add", other)
-			gitIn(t, dir, "commit", "-q", "-m", "side")
-			gitIn(t, dir, "checkout", "-q", "main")
-		}, false},
+		{"committed on another branch only", other, onSide, false},
 		{"staged here, removed, another branch has it", other, func(t *testing.T, dir string) {
-			gitIn(t, dir, "checkout", "-q", "-b", "side")
-			put(t, dir, other, mine)
-			gitIn(t, dir, "add", other)
-			gitIn(t, dir, "commit", "-q", "-m", "side")
-			gitIn(t, dir, "checkout", "-q", "main")
+			onSide(t, dir)
 			put(t, dir, other, theirs)
 			gitIn(t, dir, "add", other)
 			os.Remove(filepath.Join(dir, other))
