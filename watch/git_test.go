@@ -24,9 +24,10 @@ func gitIn(tb testing.TB, dir string, mayFail bool, args ...string) string {
 // While git is in the middle of a rebase (stopped on a conflict), the
 // watcher runs no pass: the rebase has already written a command's new
 // content, and a pass would count it as the person's edit and write the
-// committed memory, which makes `git rebase --continue` refuse ("You have
-// unstaged changes"). The status says why; the pass runs once the rebase
-// is done, and counts the edit the rebased commit carries, once.
+// committed memory, which makes `git rebase --continue` refuse (it takes
+// the modified memory for an unresolved conflict). The status says why;
+// the pass runs once the rebase is done, and counts the edit the rebased
+// commit carries, once.
 func TestPassesHeldDuringARebase(t *testing.T) {
 	root := fixture(t, 3, 0)
 	notes := filepath.Join(root, "notes.txt")
