@@ -329,7 +329,7 @@ func foldOne(s Stats, e Event) Stats {
 		s.Reinforcements++
 	case Harmful:
 		if e.Kind == KindDeleted {
-			if s.inForce(e.Of) >= 0 {
+			if s.deletionAt(e.Of) >= 0 {
 				return s // a second record of a deletion in force
 			}
 			s.deleted = append(s.deleted, inForce{mag, e.Of})

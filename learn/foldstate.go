@@ -312,7 +312,7 @@ func plausible(s Stats) bool {
 		}
 	}
 	for i, d := range s.deleted {
-		if !(d.mag > 0) || d.of != "" && s.inForce(d.of) != i {
+		if !(d.mag > 0) || d.of != "" && s.deletionAt(d.of) != i {
 			return false // a magnitude no event gives, or one deletion twice
 		}
 	}

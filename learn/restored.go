@@ -14,9 +14,9 @@ type inForce struct {
 	of  string
 }
 
-// inForce returns the index of the deletion of in force, -1 when of is
-// empty or none is.
-func (s Stats) inForce(of string) int {
+// deletionAt returns the index of deletion of among those in force, -1
+// when of is empty or not in force.
+func (s Stats) deletionAt(of string) int {
 	if of == "" {
 		return -1
 	}
@@ -41,7 +41,7 @@ func cancelDeleted(s Stats, e Event) Stats {
 	}
 	i := n - 1
 	if e.Of != "" {
-		if i = s.inForce(e.Of); i < 0 {
+		if i = s.deletionAt(e.Of); i < 0 {
 			return s
 		}
 	}
