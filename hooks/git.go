@@ -4,8 +4,10 @@
 // drivers for the memory files (config and .gitattributes lines, see
 // mergedriver.go); its entries in the agent's .claude/settings.json
 // (SessionStart and Stop); the parsing of the agent's hook input on stdin;
-// and the citation scan that counts ADR-NNN/PF-NNN mentions in a session
-// transcript into .memory/.knowledge-usage.json.
+// the citation scan that counts ADR-NNN/PF-NNN mentions in a session
+// transcript into .memory/.knowledge-usage.json; and the git state the
+// automatic passes wait for (Operation: a rebase, merge, cherry-pick or
+// revert in progress).
 //
 // The hook entry points themselves (what `learnwatch hook <name>` does) live
 // with the command line; this package only installs, removes and inspects,
