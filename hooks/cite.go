@@ -240,7 +240,13 @@ func RecordCitations(ctx context.Context, root string, counts map[string]int, no
 // the range it covers; the offsets move only when the item is drained,
 // and until then a scan of the same session starts after the last queued
 // stretch (inbox.QueuedEnd), so nothing is counted twice.
-func RecordTranscript(ctx context.Context, root, session, transcript string, now time.Time, lockTimeout time.Duration) (Recorded, error) {
+//
+// With waitForGit (the Stop hook), the counts are queued the same way,
+// without taking the lock, while git is in the middle of a rebase, merge,
+// cherry-pick or revert (Operation): the usage file and the feedback
+// journal are committed files, and one modified then would stop the
+// operation (`git rebase --continue` refuses). The pass after it adds them.
+func RecordTranscript(ctx context.Context, root, session, transcript string, now time.Time, lockTimeout time.Duration, waitForGit bool) (Recorded, error) {
 	abs, err := filepath.Abs(transcript)
 	if err != nil {
 		return Recorded{}, fmt.Errorf("transcript %s: %w", transcript, err)
@@ -257,13 +263,25 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	defer f.Close()
 
 	p := manifest.PathsFor(root)
-	lock, lockErr := lockMemory(ctx, p, lockTimeout)
-	queued := errors.Is(lockErr, manifest.ErrLockTimeout)
-	if lockErr != nil && !queued {
-		return Recorded{}, lockErr
+	var lockErr error
+	queued := false
+	if waitForGit {
+		if dir, err := GitDir(root); err == nil {
+			if op := Operation(dir); op != "" {
+				lockErr, queued = fmt.Errorf("git %s in progress", op), true
+			}
+		}
 	}
-	if lock != nil {
-		defer lock.Release()
+	if !queued {
+		var lock *manifest.Lock
+		lock, lockErr = lockMemory(ctx, p, lockTimeout)
+		queued = errors.Is(lockErr, manifest.ErrLockTimeout)
+		if lockErr != nil && !queued {
+			return Recorded{}, lockErr
+		}
+		if lock != nil {
+			defer lock.Release()
+		}
 	}
 	// The queued stretches first, then the offsets: a drain running
 	// meanwhile advances the offsets before it removes an item.

@@ -184,16 +184,16 @@ func TestRecordTranscriptQueuesStretches(t *testing.T) {
 	ctx, now := context.Background(), time.Now()
 	appendFile(t, tr, assistant("m1", "ADR-001 and PF-002"))
 	first := int64(len(assistant("m1", "ADR-001 and PF-002")))
-	r1, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond)
+	r1, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond, false)
 	if err != nil || r1.Queued == "" || !maps.Equal(r1.Counts, map[string]int{"ADR-001": 1, "PF-002": 1}) {
 		t.Fatalf("first scan %+v %v", r1, err)
 	}
 	// Nothing new: nothing queued, nothing counted.
-	if r, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond); err != nil || r.Queued != "" || len(r.Counts) != 0 {
+	if r, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond, false); err != nil || r.Queued != "" || len(r.Counts) != 0 {
 		t.Fatalf("rescan of a queued stretch: %+v %v", r, err)
 	}
 	appendFile(t, tr, assistant("m2", "ADR-001"))
-	r2, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond)
+	r2, err := RecordTranscript(ctx, root, "s1", tr, now, 30*time.Millisecond, false)
 	if err != nil || r2.Queued == "" || !maps.Equal(r2.Counts, map[string]int{"ADR-001": 1}) {
 		t.Fatalf("second scan %+v %v", r2, err)
 	}
@@ -205,7 +205,7 @@ func TestRecordTranscriptQueuesStretches(t *testing.T) {
 	}
 	os.Remove(lock)
 	appendFile(t, tr, assistant("m3", "PF-002"))
-	r3, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second)
+	r3, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second, false)
 	if err != nil || r3.Queued != "" || !maps.Equal(r3.Counts, map[string]int{"PF-002": 1}) {
 		t.Fatalf("scan with the lock %+v %v", r3, err)
 	}
@@ -216,7 +216,7 @@ func TestRecordTranscriptQueuesStretches(t *testing.T) {
 	if offs, _ := citation.ReadOffsets(root); offs.Start("s1", tr) != fi.Size() {
 		t.Errorf("offset %d, want the transcript's size %d", offs.Start("s1", tr), fi.Size())
 	}
-	if r, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second); err != nil || len(r.Counts) != 0 {
+	if r, err := RecordTranscript(ctx, root, "s1", tr, now, time.Second, false); err != nil || len(r.Counts) != 0 {
 		t.Errorf("rescan after the drain %+v %v", r, err)
 	}
 }
@@ -252,7 +252,7 @@ func TestRecordTranscriptCountsOnce(t *testing.T) {
 	ctx, now := context.Background(), time.Now()
 	record := func() map[string]int {
 		t.Helper()
-		got, err := RecordTranscript(ctx, root, "sess-1", tr, now, time.Second)
+		got, err := RecordTranscript(ctx, root, "sess-1", tr, now, time.Second, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +290,7 @@ func TestRecordTranscriptCountsOnce(t *testing.T) {
 	}
 
 	// Another session is tracked on its own.
-	if got, err := RecordTranscript(ctx, root, "sess-2", tr, now, time.Second); err != nil || got.Counts["ADR-001"] != 2 {
+	if got, err := RecordTranscript(ctx, root, "sess-2", tr, now, time.Second, false); err != nil || got.Counts["ADR-001"] != 2 {
 		t.Errorf("other session: %v %v", got, err)
 	}
 
@@ -309,10 +309,10 @@ func TestRecordTranscriptPrunesOldSessions(t *testing.T) {
 	tr := filepath.Join(t.TempDir(), "s.jsonl")
 	os.WriteFile(tr, []byte("ADR-001\n"), 0o644)
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := RecordTranscript(context.Background(), root, "old", tr, old, time.Second); err != nil {
+	if _, err := RecordTranscript(context.Background(), root, "old", tr, old, time.Second, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RecordTranscript(context.Background(), root, "new", tr, old.Add(31*24*time.Hour), time.Second); err != nil {
+	if _, err := RecordTranscript(context.Background(), root, "new", tr, old.Add(31*24*time.Hour), time.Second, false); err != nil {
 		t.Fatal(err)
 	}
 	offs, err := citation.ReadOffsets(root)
@@ -333,7 +333,7 @@ func TestRecordTranscriptHugeSessionNotQueued(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, ".memory", manifest.LearningLock), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, err := RecordTranscript(context.Background(), root, strings.Repeat("s", 70<<10), tr, time.Now(), 20*time.Millisecond)
+	_, err := RecordTranscript(context.Background(), root, strings.Repeat("s", 70<<10), tr, time.Now(), 20*time.Millisecond, false)
 	if !errors.Is(err, manifest.ErrLockTimeout) {
 		t.Errorf("err = %v, want the lock timeout", err)
 	}

@@ -84,7 +84,7 @@ func TestRecordTranscriptRefusesSpecialFiles(t *testing.T) {
 	for _, p := range []string{fifo, link, zero, "/dev/zero"} {
 		done := make(chan error, 1)
 		go func() {
-			_, err := RecordTranscript(t.Context(), root, "s", p, time.Now(), time.Second)
+			_, err := RecordTranscript(t.Context(), root, "s", p, time.Now(), time.Second, false)
 			done <- err
 		}()
 		select {
@@ -96,7 +96,7 @@ func TestRecordTranscriptRefusesSpecialFiles(t *testing.T) {
 			t.Fatalf("%s: RecordTranscript hangs", p)
 		}
 	}
-	rec, err := RecordTranscript(t.Context(), root, "s", real, time.Now(), time.Second)
+	rec, err := RecordTranscript(t.Context(), root, "s", real, time.Now(), time.Second, false)
 	if counts := rec.Counts; err != nil || counts["ADR-001"] != 1 {
 		t.Fatalf("a regular transcript: %v %v", counts, err)
 	}

@@ -270,7 +270,7 @@ with --json) and the next pass that takes the lock adds them, once.`,
 				if fi, err := os.Stat(transcript); err != nil || fi.IsDir() {
 					return exitcode.Bad("--transcript %s: not a readable file", transcript)
 				}
-				rec, err = hooks.RecordTranscript(a.ctx, root, session, transcript, now(), timeout)
+				rec, err = hooks.RecordTranscript(a.ctx, root, session, transcript, now(), timeout, false)
 				if err != nil {
 					return hooksErr(err)
 				}
@@ -346,7 +346,7 @@ func newStopHook(a *app) *cobra.Command {
 				}
 				// Wait lock.queue_after at most, then queue the stretch read.
 				wait := queueWait(a.hookConfig(root)).Lock.Timeout.Duration
-				rec, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, now(), wait)
+				rec, err := hooks.RecordTranscript(a.ctx, root, in.SessionID, tr, now(), wait, true)
 				if err != nil {
 					return err
 				}
