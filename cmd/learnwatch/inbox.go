@@ -10,6 +10,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -18,9 +19,10 @@ import (
 )
 
 // This file wires the inbox (package inbox) into the commands: observe
-// queues its input when the learning lock stays busy (cite and the Stop
-// hook queue through package hooks), every pass under the
-// lock drains, status shows the depth and review warns about old items.
+// queues its input when the learning lock stays busy or git is in the
+// middle of an operation (cite and the Stop hook queue through package
+// hooks), every pass under the lock drains, status shows the depth and
+// review warns about old items.
 
 // queued is what a command that queued its input prints.
 type queued struct {
@@ -28,16 +30,26 @@ type queued struct {
 	Item         string `json:"item"`
 	Observations int    `json:"observations"`
 	Skipped      int    `json:"skipped"`
+	// Why says why the input was queued.
+	Why string `json:"why"`
 }
 
 // observeOrQueue merges in under the learning lock, waiting at most
 // lock.queue_after; when the lock stays busy, the valid observations are
 // queued in the inbox instead (q set, res empty).
 func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, q *queued, err error) {
-	wait := min(cfg.Lock.QueueAfter.Duration, cfg.Lock.Timeout.Duration)
-	res, err = observe(a, root, cfg, wait, in)
-	if err == nil || !errors.Is(err, manifest.ErrLockTimeout) {
-		return res, nil, err
+	why := "the learning lock is busy"
+	if op := gitOperation(root); op != "" {
+		// The log is a committed file: modified now, it would stop git
+		// (`git rebase --continue` refuses). The pass after it merges.
+		why = "git " + op + " in progress"
+		err = errors.New(why)
+	} else {
+		wait := min(cfg.Lock.QueueAfter.Duration, cfg.Lock.Timeout.Duration)
+		res, err = observe(a, root, cfg, wait, in)
+		if err == nil || !errors.Is(err, manifest.ErrLockTimeout) {
+			return res, nil, err
+		}
 	}
 	var valid []*manifest.Observation
 	skipped := 0
@@ -60,14 +72,24 @@ func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Obser
 	if qerr != nil {
 		return res, nil, exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", err, qerr))
 	}
-	a.log.Debug("learning lock busy: input queued", "item", it.ID, "waited", wait)
-	return res, &queued{Queued: true, Item: it.ID, Observations: len(valid), Skipped: skipped}, nil
+	a.log.Debug("input queued", "item", it.ID, "why", why)
+	return res, &queued{Queued: true, Item: it.ID, Observations: len(valid), Skipped: skipped, Why: why}, nil
+}
+
+// gitOperation names the git operation in progress in the worktree holding
+// root (hooks.Operation), "" when none is or outside git.
+func gitOperation(root string) string {
+	dir, err := hooks.GitDir(root)
+	if err != nil {
+		return ""
+	}
+	return hooks.Operation(dir)
 }
 
 // emitQueued prints the answer of a command that queued its input.
 func (a *app) emitQueued(q *queued) error {
 	return a.emit(q, func(w io.Writer) {
-		fmt.Fprintf(w, "observe: queued %d observation(s) as %s in .memory/inbox (the learning lock is busy); the next reconcile, render or observe merges them\n", q.Observations, q.Item)
+		fmt.Fprintf(w, "observe: queued %d observation(s) as %s in .memory/inbox (%s); the next reconcile, render or observe merges them\n", q.Observations, q.Item, q.Why)
 	})
 }
 
