@@ -35,8 +35,9 @@ type queued struct {
 }
 
 // observeOrQueue merges in under the learning lock, waiting at most
-// lock.queue_after; when the lock stays busy, the valid observations are
-// queued in the inbox instead (q set, res empty).
+// lock.queue_after; when the lock stays busy, or at once while git is in
+// the middle of an operation, the valid observations are queued in the
+// inbox instead (q set with why, res empty).
 func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, q *queued, err error) {
 	why := "the learning lock is busy"
 	if op := gitOperation(root); op != "" {
