@@ -503,6 +503,9 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 		f.b, f.err = safefs.ReadFile(f.abs, safefs.MaxKnowledge)
 		if f.err == nil && f.statted {
 			f.after, _ = statcache.Lstat(f.abs)
+			// Hashed here, on every core: the cache records the sums and
+			// the pass compares them with the manifest (State.unchanged).
+			f.ce = statcache.EntryOf(f.before, f.b, legacy[p])
 		}
 		return f
 	}
@@ -524,7 +527,10 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 		case err == nil:
 			st.Files[rel] = f.b
 			if f.statted {
-				cache.Record(rel, f.before, f.after, f.b, legacy[p])
+				cache.Record(rel, f.ce, f.after)
+				st.noteSums(rel, f.ce)
+			} else {
+				delete(st.sums, rel) // read again, not hashed yet
 			}
 		case safefs.IsRefused(err):
 			st.Refused[p] = err
@@ -842,6 +848,15 @@ func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte)
 
 // fileSums are a file's hashes, each computed when first needed.
 type fileSums struct{ sha, djb2 string }
+
+// noteSums notes the hashes e the read of rel computed (statcache.EntryOf:
+// the djb2 only for a legacy entry).
+func (st *State) noteSums(rel string, e statcache.Entry) {
+	if st.sums == nil {
+		st.sums = map[string]*fileSums{}
+	}
+	st.sums[rel] = &fileSums{sha: e.SHA, djb2: e.DJB2}
+}
 
 // Plan applies DESIGN.md §4 to st in memory: it edits the log's
 // observations, the manifest entries and the usage file, and returns the
@@ -1629,10 +1644,12 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *
 // resolved, whether the stat cache vouches for its content (kept), or
 // what reading it gave, with the stats around the read.
 type fetched struct {
-	abs, rel      string
-	resolveErr    error
-	skip          bool // a file looked at otherwise (a knowledge file)
-	kept          bool
+	abs, rel   string
+	resolveErr error
+	skip       bool // a file looked at otherwise (a knowledge file)
+	kept       bool
+	// ce is the cache entry vouching for the file (kept), or the one its
+	// content read now gets (statted).
 	ce            statcache.Entry
 	before, after statcache.Stat
 	statted       bool

@@ -208,16 +208,23 @@ func (c *Cache) CarryOver(skip map[string]bool) {
 // Keep carries an entry Lookup returned into this pass's cache.
 func (c *Cache) Keep(rel string, e Entry) { c.next[rel] = e }
 
-// Record notes the content of rel, read with stat before and after the
-// read: a file that changed while it was read is not recorded. legacy
-// also computes the djb2 hash (a manifest entry of rel stores one).
-func (c *Cache) Record(rel string, before, after Stat, content []byte, legacy bool) {
-	if before != after {
-		return
-	}
-	e := Entry{Stat: before, SHA: manifest.Hash(content)}
+// EntryOf is the entry of content read with stat s: its sha256, and with
+// legacy its djb2 hash too (a manifest entry of the file stores one). It
+// touches no cache: readers compute it on their own goroutines.
+func EntryOf(s Stat, content []byte, legacy bool) Entry {
+	e := Entry{Stat: s, SHA: manifest.Hash(content)}
 	if legacy {
 		e.DJB2 = manifest.DJB2(content)
+	}
+	return e
+}
+
+// Record notes e, the EntryOf of the content of rel as read after stat
+// e.Stat, and after the read: a file that changed while it was read
+// (after differs) is not recorded.
+func (c *Cache) Record(rel string, e Entry, after Stat) {
+	if e.Stat != after {
+		return
 	}
 	if old, ok := c.old[rel]; ok && old == e && Racy(old, c.cacheMtime) {
 		c.rewrite = true

@@ -57,8 +57,8 @@ func TestLoadSave(t *testing.T) {
 		t.Fatal("no stat")
 	}
 	c := Load(root, Default)
-	c.Record("a.md", st, st, []byte("hello\n"), false)
-	c.Record("b.md", st, Stat{Size: 1}, []byte("changed while read"), false)
+	c.Record("a.md", EntryOf(st, []byte("hello\n"), false), st)
+	c.Record("b.md", EntryOf(st, []byte("changed while read"), false), Stat{Size: 1})
 	if err := c.Save(root); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestLoadSave(t *testing.T) {
 	os.Chtimes(art, old, old)
 	st, _ = Lstat(art)
 	c = Load(root, Default)
-	c.Record("a.md", st, st, []byte("hello\n"), false)
+	c.Record("a.md", EntryOf(st, []byte("hello\n"), false), st)
 	c.Save(root)
 	c = Load(root, Default)
 	if e, ok := c.Lookup("a.md", st); !ok || e.SHA != manifest.Hash([]byte("hello\n")) {
