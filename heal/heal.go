@@ -762,7 +762,7 @@ func (st *State) askGit() {
 			it.head = e.Deleted.Head
 			back = append(back, it)
 		case e.Deleted == nil:
-			if current, legacy, ok := st.text(e, rel); ok && !st.unchanged(rel, e, current, legacy) {
+			if current, legacy, ok, err := st.text(e, rel, st.Sections); err == nil && ok && !st.unchanged(rel, e, current, legacy) {
 				it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
 				it.changed, it.obsID, it.recorded, it.current = true, e.ObservationID, e.ContentHash, current
 				asks = append(asks, it)
@@ -795,29 +795,37 @@ func (st *State) askGit() {
 	}
 }
 
-// text returns the live entry e's artifact as Plan compares it: the file
-// rel, or its section's text (and the span devflow's hash covers); ok is
-// false when it is not there or is Markdown no parser should see.
-func (st *State) text(e manifest.Entry, rel string) (current, legacy []byte, ok bool) {
+// text returns entry e's artifact as the pass compares it with the
+// manifest: the file rel, or its section's text and the span devflow's
+// hash covers (sections: the knowledge files' parsed sections); found is
+// false when it is not there. An anchor into a file that is not one of the
+// two knowledge files is parsed on the fly, unless it is Markdown no
+// parser should see: err says why (such an entry is never penalised).
+func (st *State) text(e manifest.Entry, rel string, sections map[string][]markdown.Section) (current, legacy []byte, found bool, err error) {
 	if e.AnchorID == "" {
 		b, ok := st.Files[rel]
-		return b, b, ok
+		return b, b, ok, nil
 	}
 	src, known := st.Knowledge[rel]
-	secs := st.Sections[rel]
-	if !known {
-		if src, known = st.Files[rel]; !known || markdown.Check(src) != nil {
-			return nil, nil, false
+	var secs []markdown.Section
+	switch b, ok := st.Files[rel]; {
+	case known:
+		if secs = sections[rel]; secs == nil {
+			secs = markdown.Sections(src)
 		}
-		secs = markdown.Sections(src)
-	} else if secs == nil {
-		secs = markdown.Sections(src)
+	case ok:
+		if err := markdown.Check(b); err != nil {
+			return nil, nil, false, err
+		}
+		src, secs = b, markdown.Sections(b)
+	default:
+		return nil, nil, false, nil
 	}
 	s, ok := findAnchor(secs, e.AnchorID, e.ObservationID)
 	if !ok {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
-	return markdown.SectionText(src, s), src[s.Start:s.LegacyEnd], true
+	return markdown.SectionText(src, s), src[s.Start:s.LegacyEnd], true, nil
 }
 
 // unchanged reports whether the entry's recorded hash matches current (a
@@ -930,32 +938,15 @@ func Plan(st *State, now time.Time) Result {
 			keep(e, note)
 			continue
 		}
-		var current, legacy []byte
-		found := false
-		if e.AnchorID != "" {
-			if src, ok := st.Knowledge[rel]; ok {
-				if s, ok := findAnchor(sections[rel], e.AnchorID, e.ObservationID); ok {
-					current = markdown.SectionText(src, s)
-					legacy = src[s.Start:s.LegacyEnd]
-					found = true
-					claimed[rel+"#"+e.AnchorID] = true
-				}
-			} else if b, ok := st.Files[rel]; ok {
-				// An anchor into a file that is not one of the two
-				// knowledge files: parse it on the fly, unless it is
-				// Markdown no parser should see (never penalised).
-				if err := markdown.Check(b); err != nil {
-					res.Errors++
-					res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %s: %v (left in place)", e.ObservationID, rel, err))
-					keep(e, note)
-					continue
-				}
-				if s, ok := findAnchor(markdown.Sections(b), e.AnchorID, e.ObservationID); ok {
-					current, legacy, found = markdown.SectionText(b, s), b[s.Start:s.LegacyEnd], true
-				}
-			}
-		} else if b, ok := st.Files[rel]; ok {
-			current, legacy, found = b, b, true
+		current, legacy, found, err := st.text(e, rel, sections)
+		if err != nil {
+			res.Errors++
+			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %s: %v (left in place)", e.ObservationID, rel, err))
+			keep(e, note)
+			continue
+		}
+		if _, inKnowledge := st.Knowledge[rel]; found && inKnowledge && e.AnchorID != "" {
+			claimed[rel+"#"+e.AnchorID] = true
 		}
 		verified := e.AnchorID == "" && st.Verified[rel]
 		key := artifactKey(rel, e.AnchorID)
