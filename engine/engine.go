@@ -177,10 +177,8 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		e.logc = nil // read ahead for nothing: the full pass parses it
 	}
 	if p.WaitForGit {
-		if dir, err := hooks.GitDir(e.root); err == nil {
-			if op := hooks.Operation(dir); op != "" {
-				return rep, &GitBusyError{Op: op}
-			}
+		if op := hooks.OperationAt(e.root); op != "" {
+			return rep, &GitBusyError{Op: op}
 		}
 	}
 	opts := heal.Options{

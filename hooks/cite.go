@@ -266,10 +266,8 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	var lockErr error
 	queued := false
 	if waitForGit {
-		if dir, err := GitDir(root); err == nil {
-			if op := Operation(dir); op != "" {
-				lockErr, queued = fmt.Errorf("git %s in progress", op), true
-			}
+		if op := OperationAt(root); op != "" {
+			lockErr, queued = fmt.Errorf("git %s in progress", op), true
 		}
 	}
 	if !queued {

@@ -123,6 +123,17 @@ func Operation(gitDir string) string {
 	return ""
 }
 
+// OperationAt is Operation for the worktree holding root, "" when none is
+// under way or root is not in git (one git process to find the git
+// directory: the watcher, which asks often, finds it once).
+func OperationAt(root string) string {
+	dir, err := GitDir(root)
+	if err != nil {
+		return ""
+	}
+	return Operation(dir)
+}
+
 // configGet returns a local config value ("" and false when unset).
 func configGet(root, key string) (string, bool, error) {
 	out, err := git(root, "config", "--local", "--get", key)

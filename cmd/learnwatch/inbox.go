@@ -40,7 +40,7 @@ type queued struct {
 // inbox instead (q set with why, res empty).
 func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, q *queued, err error) {
 	why := "the learning lock is busy"
-	if op := gitOperation(root); op != "" {
+	if op := hooks.OperationAt(root); op != "" {
 		// The log is a committed file: modified now, it would stop git
 		// (`git rebase --continue` refuses). The pass after it merges.
 		why = "git " + op + " in progress"
@@ -75,16 +75,6 @@ func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Obser
 	}
 	a.log.Debug("input queued", "item", it.ID, "why", why)
 	return res, &queued{Queued: true, Item: it.ID, Observations: len(valid), Skipped: skipped, Why: why}, nil
-}
-
-// gitOperation names the git operation in progress in the worktree holding
-// root (hooks.Operation), "" when none is or outside git.
-func gitOperation(root string) string {
-	dir, err := hooks.GitDir(root)
-	if err != nil {
-		return ""
-	}
-	return hooks.Operation(dir)
 }
 
 // emitQueued prints the answer of a command that queued its input.
