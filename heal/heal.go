@@ -244,8 +244,9 @@ type State struct {
 	Verified map[string]bool
 	// vouched are the stat cache entries behind Verified.
 	vouched map[string]statcache.Entry
-	// sums memoises the hashes of the artifact files this pass read
-	// (askGit and Plan both compare them with the manifest).
+	// sums memoises the hashes of the artifacts this pass compares with
+	// the manifest, askGit then Plan (State.unchanged): by file path, and
+	// "path#anchor\x00observation" for a section.
 	sums map[string]*fileSums
 	// lost are the created observations with an artifact path that no
 	// manifest entry names, as loading found them (lostKnown).
@@ -828,23 +829,28 @@ func (st *State) text(e manifest.Entry, rel string, sections map[string][]markdo
 	return markdown.SectionText(src, s), src[s.Start:s.LegacyEnd], true, nil
 }
 
-// unchanged reports whether the entry's recorded hash matches current (a
-// file's hash, sha256 or devflow's djb2, is computed once a pass).
+// unchanged reports whether the entry's recorded hash matches current
+// (State.text's answer for it): each hash, sha256 of current or devflow's
+// djb2 of legacy, is computed once a pass per file or section, however
+// many times askGit and Plan compare it.
 func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte) bool {
+	key := rel
 	if e.AnchorID != "" {
-		return manifest.Unchanged(e.ContentHash, current, legacy)
+		// The section text State.text finds depends on the anchor and on
+		// which observation's Source marker it prefers.
+		key = artifactKey(rel, e.AnchorID) + "\x00" + e.ObservationID
 	}
 	if st.sums == nil {
 		st.sums = map[string]*fileSums{}
 	}
-	s := st.sums[rel]
+	s := st.sums[key]
 	if s == nil {
 		s = &fileSums{}
-		st.sums[rel] = s
+		st.sums[key] = s
 	}
 	if manifest.IsLegacyHash(e.ContentHash) {
 		if s.djb2 == "" {
-			s.djb2 = manifest.DJB2(current)
+			s.djb2 = manifest.DJB2(legacy)
 		}
 		return manifest.SameLegacy(e.ContentHash, s.djb2)
 	}
