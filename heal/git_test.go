@@ -22,17 +22,6 @@ func gitIn(t *testing.T, dir string, args ...string) {
 	}
 }
 
-func put(t *testing.T, dir, rel, content string) {
-	t.Helper()
-	p := filepath.Join(dir, rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 const (
 	cmdRel   = ".claude/commands/self-learning/lint.md"
 	rendered = "# Lint\n\nRun the linter.\n"
@@ -78,13 +67,13 @@ func TestCheckedOut(t *testing.T) {
 	base := func(t *testing.T) string {
 		dir := t.TempDir()
 		gitIn(t, dir, "init", "-q", "-b", "main")
-		put(t, dir, cmdRel, rendered)
-		put(t, dir, adrRel, adrOne)
+		putFile(t, dir, cmdRel, rendered)
+		putFile(t, dir, adrRel, adrOne)
 		gitIn(t, dir, "add", "-A")
 		gitIn(t, dir, "commit", "-q", "-m", "rendered")
 		gitIn(t, dir, "checkout", "-q", "-b", "feat")
-		put(t, dir, cmdRel, mine)
-		put(t, dir, adrRel, adrTwo)
+		putFile(t, dir, cmdRel, mine)
+		putFile(t, dir, adrRel, adrTwo)
 		gitIn(t, dir, "commit", "-q", "-am", "my edits")
 		gitIn(t, dir, "checkout", "-q", "main")
 		return dir
@@ -103,19 +92,19 @@ func TestCheckedOut(t *testing.T) {
 		{"another branch's version checked out", nil, false, mine, true},
 		{"devflow's djb2 hash of it", nil, false, "djb2:" + mine, true},
 		{"the person's uncommitted edit", func(t *testing.T, dir string) {
-			put(t, dir, cmdRel, theirs)
+			putFile(t, dir, cmdRel, theirs)
 		}, false, mine, false},
 		{"the person's staged edit", func(t *testing.T, dir string) {
-			put(t, dir, cmdRel, theirs)
+			putFile(t, dir, cmdRel, theirs)
 			gitIn(t, dir, "add", cmdRel)
 		}, false, mine, false},
 		{"the person's edit, as another branch has it", func(t *testing.T, dir string) {
-			put(t, dir, cmdRel, theirs)
+			putFile(t, dir, cmdRel, theirs)
 			gitIn(t, dir, "branch", "theirs", "feat")
 		}, false, mine, false},
 		{"an edit committed on this line", func(t *testing.T, dir string) {
 			gitIn(t, dir, "branch", "before-push") // still has the recorded content
-			put(t, dir, cmdRel, theirs)
+			putFile(t, dir, cmdRel, theirs)
 			gitIn(t, dir, "commit", "-q", "-am", "teammate")
 		}, false, rendered, false},
 		{"the recorded version on no branch", func(t *testing.T, dir string) {
@@ -123,15 +112,15 @@ func TestCheckedOut(t *testing.T) {
 		}, false, mine, false},
 		{"the recorded version only in the stash", func(t *testing.T, dir string) {
 			gitIn(t, dir, "branch", "-q", "-D", "feat")
-			put(t, dir, cmdRel, theirs)
+			putFile(t, dir, cmdRel, theirs)
 			gitIn(t, dir, "stash", "-q")
 		}, false, theirs, true},
 		{"a section of another branch's decisions", nil, true, adrTwo, true},
 		{"that section, other sections edited", func(t *testing.T, dir string) {
-			put(t, dir, adrRel, adrOne+"\n## ADR-003: New\n\n- **Decision**: mine.\n")
+			putFile(t, dir, adrRel, adrOne+"\n## ADR-003: New\n\n- **Decision**: mine.\n")
 		}, true, adrTwo, true},
 		{"the section edited by the person", func(t *testing.T, dir string) {
-			put(t, dir, adrRel, strings.Replace(adrOne, "one file.", "one file, or two.", 1))
+			putFile(t, dir, adrRel, strings.Replace(adrOne, "one file.", "one file, or two.", 1))
 		}, true, adrTwo, false},
 	}
 	for _, c := range cases {
@@ -167,7 +156,7 @@ func TestCheckedOut(t *testing.T) {
 // onSide commits deletedOther on a branch "side" and checks main out again.
 func onSide(t *testing.T, dir string) {
 	gitIn(t, dir, "checkout", "-q", "-b", "side")
-	put(t, dir, deletedOther, mine)
+	putFile(t, dir, deletedOther, mine)
 	gitIn(t, dir, "add", deletedOther)
 	gitIn(t, dir, "commit", "-q", "-m", "side")
 	gitIn(t, dir, "checkout", "-q", "main")
@@ -193,7 +182,7 @@ func TestDeletedOrAbsent(t *testing.T) {
 		{"committed on another branch only", other, onSide, false},
 		{"staged here, removed, another branch has it", other, func(t *testing.T, dir string) {
 			onSide(t, dir)
-			put(t, dir, other, theirs)
+			putFile(t, dir, other, theirs)
 			gitIn(t, dir, "add", other)
 			os.Remove(filepath.Join(dir, other))
 		}, true},
@@ -203,7 +192,7 @@ func TestDeletedOrAbsent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			gitIn(t, dir, "init", "-q", "-b", "main")
-			put(t, dir, cmdRel, rendered)
+			putFile(t, dir, cmdRel, rendered)
 			gitIn(t, dir, "add", "-A")
 			gitIn(t, dir, "commit", "-q", "-m", "rendered")
 			c.setup(t, dir)
