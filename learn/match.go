@@ -1,7 +1,6 @@
 package learn
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -12,7 +11,7 @@ import (
 // must contain to match it when no exact substring does.
 const MinTokenOverlap = 0.6
 
-var idMentionRe = regexp.MustCompile(`\b(?:ADR|PF)-[0-9]+\b|\bobs_[A-Za-z0-9_.:-]+`)
+var idMentionRe = lazyRegexp(`\b(?:ADR|PF)-[0-9]+\b|\bobs_[A-Za-z0-9_.:-]+`)
 
 var stopwords = map[string]bool{
 	"the": true, "and": true, "for": true, "that": true, "this": true, "with": true, "are": true,
@@ -59,7 +58,7 @@ func MatchFalsePositive(text string, entries []Candidate) (id string, ok bool) {
 	for _, c := range entries {
 		byID[c.ID] = true
 	}
-	mentions := idMentionRe.FindAllString(text, -1)
+	mentions := idMentionRe().FindAllString(text, -1)
 	for _, m := range mentions {
 		if byID[m] {
 			return m, true
