@@ -1553,7 +1553,7 @@ func markStale(ctx context.Context, root string, p manifest.Paths, opts Options,
 	// git is asked only when the pass changed a mark.
 	if !opts.MarkTracked && len(marked) > 0 && Tracked(root, p.Log) {
 		for _, m := range marked {
-			m.Obs.NeedsReview, m.Obs.MayBeStale, m.Obs.StaleReason = m.NeedsReview, m.MayBeStale, m.StaleReason
+			m.Line.SetMarks(m.Marks)
 		}
 	}
 	if err != nil {

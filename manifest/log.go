@@ -341,9 +341,12 @@ type Line struct {
 	// orig is obs as decoded, to detect changes; nil for an appended
 	// observation and for one decodeScanned read from Raw (scanned), which
 	// is compared with Raw itself instead of a copy held per line.
-	orig    *Observation
-	idx     indexFields // from the scan, while obs is nil
-	parsed  bool        // the line holds an object that parses
+	orig *Observation
+	idx  indexFields // from the scan, while obs is nil
+	// marks are staleness marks set while obs is nil (SetMarks), which
+	// the write patches into Raw; nil when none differ from Raw's.
+	marks   *Marks
+	parsed  bool // the line holds an object that parses
 	scanned bool
 }
 
@@ -356,15 +359,17 @@ func (ln *Line) Observation() *Observation {
 		body := bytes.TrimSpace(ln.Raw)
 		if o.decodeScanned(body) {
 			ln.obs, ln.scanned = &o, true
+			ln.takeMarks(ln.obs)
 			return ln.obs
 		}
 		if err := o.decode(body); err != nil {
 			// The scan vouched for this line; keep it as read.
-			ln.parsed, ln.Err = false, err
+			ln.parsed, ln.Err, ln.marks = false, err, nil
 			return nil
 		}
 		ln.obs = &o
 		ln.orig = o.Clone()
+		ln.takeMarks(ln.obs)
 	}
 	return ln.obs
 }
@@ -417,6 +422,9 @@ func (ln *Line) MayBeStale() bool {
 	if ln.obs != nil {
 		return ln.obs.MayBeStale
 	}
+	if ln.marks != nil {
+		return ln.marks.MayBeStale
+	}
 	return ln.idx.mayBeStale
 }
 
@@ -425,6 +433,9 @@ func (ln *Line) NeedsReview() bool {
 	if ln.obs != nil {
 		return ln.obs.NeedsReview
 	}
+	if ln.marks != nil {
+		return ln.marks.NeedsReview
+	}
 	return ln.idx.needsReview
 }
 
@@ -432,6 +443,9 @@ func (ln *Line) NeedsReview() bool {
 func (ln *Line) StaleReason() string {
 	if ln.obs != nil {
 		return ln.obs.StaleReason
+	}
+	if ln.marks != nil {
+		return ln.marks.StaleReason
 	}
 	return ln.idx.staleReason
 }
@@ -753,7 +767,7 @@ func (l *Log) InvalidCount() int {
 func (ln *Line) changed() bool {
 	switch {
 	case ln.obs == nil:
-		return false
+		return ln.marks != nil
 	case ln.scanned:
 		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw))
 	case ln.orig == nil:
@@ -815,7 +829,7 @@ func sameObservation(a, b *Observation) bool {
 // Bytes renders the log: unchanged lines byte for byte, changed and new
 // observations re-encoded with their unknown fields.
 func (l *Log) Bytes() ([]byte, error) {
-	fresh, err := l.encodeChanged()
+	fresh, _, err := l.encodeChanged()
 	if err != nil {
 		return nil, err
 	}
@@ -835,29 +849,30 @@ func (l *Log) Bytes() ([]byte, error) {
 
 // encodeChanged re-encodes the changed and new observations: per line the
 // new bytes, nil for a line written as read (fresh is nil when no line
-// changed).
-func (l *Log) encodeChanged() ([][]byte, error) {
+// changed), and for a line whose marks were set aside where its texts
+// are in its new bytes.
+func (l *Log) encodeChanged() (fresh [][]byte, at []textSpans, err error) {
 	decoded := 0
 	for _, ln := range l.Lines {
-		if ln.obs != nil {
+		if ln.obs != nil || ln.marks != nil {
 			decoded++
 		}
 	}
 	if decoded == 0 {
-		return nil, nil // no line was decoded or appended: none changed
+		return nil, nil, nil // no line was decoded or appended: none changed
 	}
-	fresh := make([][]byte, len(l.Lines))
+	fresh, at = make([][]byte, len(l.Lines)), make([]textSpans, len(l.Lines))
 	// A first pass can change every line (staleness marks): the lines are
 	// independent, so they are checked and encoded on every core.
-	if err := encodeRuns(l.Lines, fresh, parallel.Workers(decoded, encodeShare)); err != nil {
-		return nil, err
+	if err := encodeRuns(l.Lines, fresh, at, parallel.Workers(decoded, encodeShare)); err != nil {
+		return nil, nil, err
 	}
 	for _, b := range fresh {
 		if b != nil {
-			return fresh, nil
+			return fresh, at, nil
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // encodeShare is how many decoded lines make another goroutine worth
@@ -867,7 +882,7 @@ const encodeShare = 2000
 // encodeRuns fills fresh[i] with the new bytes of each changed line of
 // lines, in contiguous runs on up to workers goroutines, and returns the
 // error of the first line in the log's order that cannot be encoded.
-func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
+func encodeRuns(lines []*Line, fresh [][]byte, at []textSpans, workers int) error {
 	var mu sync.Mutex
 	firstAt, first := len(lines), error(nil)
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
@@ -876,15 +891,25 @@ func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
 			if !ln.changed() {
 				continue
 			}
+			o := ln.obs
+			if o == nil {
+				// Marks set aside: the line's bytes patched, or its
+				// observation decoded to be encoded below.
+				var b []byte
+				if b, at[i], o = ln.markedBytes(); o == nil {
+					fresh[i] = b
+					continue
+				}
+			}
 			// Room for the line as read and a few members more (marks): one
 			// allocation where growing from nil made several.
-			b, ok := ln.obs.appendJSON(make([]byte, 0, len(ln.Raw)+128))
+			b, ok := o.appendJSON(make([]byte, 0, len(ln.Raw)+128))
 			if !ok {
 				var err error
-				if b, err = json.Marshal(ln.obs); err != nil {
+				if b, err = json.Marshal(o); err != nil {
 					mu.Lock()
 					if i < firstAt {
-						firstAt, first = i, fmt.Errorf("encode observation %s: %w", ln.obs.ID, err)
+						firstAt, first = i, fmt.Errorf("encode observation %s: %w", o.ID, err)
 					}
 					mu.Unlock()
 					return
@@ -933,7 +958,7 @@ func (l *Log) Settle() {
 
 // WriteTo writes the log's bytes (Bytes) to w without holding them.
 func (l *Log) WriteTo(w io.Writer) (int64, error) {
-	fresh, err := l.encodeChanged()
+	fresh, _, err := l.encodeChanged()
 	if err != nil {
 		return 0, err
 	}
@@ -971,6 +996,7 @@ type LogStage struct {
 	file    *Staged
 	l       *Log
 	fresh   [][]byte
+	at      []textSpans
 	newline bool
 }
 
@@ -978,11 +1004,11 @@ type LogStage struct {
 // reads l only: it may run while the caller does other work that does not
 // touch l.
 func StageLog(path string, l *Log) (*LogStage, error) {
-	fresh, err := l.encodeChanged()
+	fresh, at, err := l.encodeChanged()
 	if err != nil {
 		return nil, err
 	}
-	s := &LogStage{l: l, fresh: fresh}
+	s := &LogStage{l: l, fresh: fresh, at: at}
 	s.file, err = stageFrom(path, 0o644, func(w io.Writer) error {
 		var err error
 		s.newline, err = l.writeLines(w, fresh)
@@ -1013,6 +1039,10 @@ func (s *LogStage) Commit() error {
 			continue
 		}
 		ln := l.Lines[i]
+		if ln.obs == nil {
+			ln.patched(s.fresh[i], s.at[i]) // its marks were set aside
+			continue
+		}
 		ln.Raw = s.fresh[i]
 		ln.obs.raw = s.fresh[i]
 		ln.obs.set, ln.obs.setOrder = nil, nil

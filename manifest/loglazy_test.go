@@ -724,7 +724,7 @@ func TestEncodeRunsParallel(t *testing.T) {
 		t.Fatalf("only %d lines changed", changed)
 	}
 	firstErr := func(workers int) error {
-		return encodeRuns(l.Lines, make([][]byte, len(l.Lines)), workers)
+		return encodeRuns(l.Lines, make([][]byte, len(l.Lines)), make([]textSpans, len(l.Lines)), workers)
 	}
 	if err := firstErr(1); err != nil {
 		t.Fatalf("the changed log does not encode: %v", err)
@@ -749,10 +749,10 @@ func TestEncodeRunsParallel(t *testing.T) {
 		o.Confidence = 0.5
 	}
 	want := make([][]byte, len(l.Lines))
-	encodeRuns(l.Lines, want, 1)
+	encodeRuns(l.Lines, want, make([]textSpans, len(l.Lines)), 1)
 	for _, workers := range []int{2, 3, 8} {
 		got := make([][]byte, len(l.Lines))
-		encodeRuns(l.Lines, got, workers)
+		encodeRuns(l.Lines, got, make([]textSpans, len(l.Lines)), workers)
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
 				t.Fatalf("%d workers, line %d: %q, one goroutine: %q", workers, i, got[i], want[i])
@@ -795,4 +795,225 @@ func TestDecodeLinesParallel(t *testing.T) {
 			t.Fatalf("line %d was not decoded", i)
 		}
 	}
+}
+
+// checkMarksPatch: staleness marks set aside on lines nothing decoded
+// (SetMarks) and patched into their bytes write exactly what decoding the
+// lines, setting the marks and encoding them writes, whether or not a
+// line is decoded after its marks were set; the log written and read
+// again holds those marks.
+func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
+	t.Helper()
+	lz, ref := ParseLog(data), ParseLog(data)
+	r := rand.New(rand.NewSource(seed))
+	reasons := []string{"", "code-ref-missing:src/a.go", "code-ref-missing:src/<b>&\"c\".go", "schema-changed", "é\u2028x"}
+	want := map[int]Marks{}
+	for i, ln := range lz.Lines {
+		if !ln.Parsed() || r.Intn(4) == 0 {
+			continue
+		}
+		m := Marks{MayBeStale: r.Intn(2) == 0, NeedsReview: r.Intn(2) == 0, StaleReason: reasons[r.Intn(len(reasons))]}
+		decoded := ln.Decoded()
+		ln.SetMarks(m)
+		if !decoded && ln.Decoded() {
+			t.Fatalf("line %d %q: SetMarks decoded it", i, ln.Raw)
+		}
+		if got := ln.Marks(); got != m {
+			t.Fatalf("line %d %q: Marks() = %+v after SetMarks(%+v)", i, ln.Raw, got, m)
+		}
+		want[i] = m
+		if o := ref.Lines[i].Observation(); o != nil {
+			o.MayBeStale, o.NeedsReview, o.StaleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
+		}
+		if r.Intn(5) == 0 {
+			// Decoded after: the observation has the marks.
+			if o := ln.Observation(); o != nil && (Marks{o.MayBeStale, o.NeedsReview, o.StaleReason}) != m {
+				t.Fatalf("line %d %q: decoded after SetMarks(%+v): %+v", i, ln.Raw, m, o)
+			}
+		}
+	}
+	if lz.Changed() != ref.Changed() {
+		t.Fatalf("Changed() = %v, decoding %v for %q", lz.Changed(), ref.Changed(), data)
+	}
+	for _, ln := range lz.Lines {
+		if ln.marks != nil {
+			if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw), *ln.marks); ok {
+				patched++
+			}
+		}
+	}
+	got, err1 := lz.Bytes()
+	exp, err2 := ref.Bytes()
+	if (err1 == nil) != (err2 == nil) || !bytes.Equal(got, exp) {
+		t.Fatalf("marks patched:\n%s(%v)\nmarks decoded:\n%s(%v)\nfrom:\n%s", got, err1, exp, err2, data)
+	}
+	if err1 != nil {
+		return patched
+	}
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	if err := WriteLog(path, lz); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadLog(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Lines) != len(lz.Lines) {
+		t.Fatalf("%d lines read back, %d written", len(back.Lines), len(lz.Lines))
+	}
+	if lz.Changed() {
+		t.Fatalf("the log written still counts as changed")
+	}
+	// The lines written are what reading the file gives: bytes, index
+	// fields, texts.
+	for i, ln := range lz.Lines {
+		bl := back.Lines[i]
+		d1, e1, ok1 := ln.RawTexts()
+		d2, e2, ok2 := bl.RawTexts()
+		if !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.ID() != bl.ID() || ln.Status() != bl.Status() ||
+			ln.Marks() != bl.Marks() || ln.HasResolution() != bl.HasResolution() ||
+			ok1 && ok2 && (!bytes.Equal(d1, d2) || !bytes.Equal(e1, e2)) || ok1 != ok2 && !ln.Decoded() {
+			t.Fatalf("line %d after the write: %q %v %q %q, read back: %q %v %q %q", i, ln.Raw, ok1, d1, e1, bl.Raw, ok2, d2, e2)
+		}
+	}
+	for i, m := range want {
+		for _, l := range []*Log{lz, back} {
+			ln := l.Lines[i]
+			if o := ln.Observation(); o != nil && ln.Invalid == nil && (ln.Marks() != m || Marks{o.MayBeStale, o.NeedsReview, o.StaleReason} != m) {
+				t.Fatalf("line %d %q: marks %+v / %+v after the write, want %+v", i, ln.Raw, ln.Marks(), o, m)
+			}
+		}
+	}
+	return patched
+}
+
+// genFullLog returns lines holding every field, as devflow writes them,
+// in any order, with values written the way encoding/json writes them or
+// not (other escapes, raw HTML characters, "0.50", whitespace, nulls),
+// optional fields and marks present or not, unknown members: lines
+// patchMarks takes and lines it must decline.
+func genFullLog(r *rand.Rand) []byte {
+	str := func() string {
+		v := pick(r, lazyStrings)
+		if r.Intn(2) == 0 {
+			v = pick(r, []string{"Run make check", "src/a.go", "2026-01-02T03:04:05Z", "say \"hi\"\nthen\tgo \\ on", "é 🎉"})
+		}
+		switch r.Intn(20) {
+		case 0: // another writer's escapes
+			q := strings.NewReplacer("/", `\/`, "é", `\u00e9`, "<", "<", "\n", `\u000a`).Replace(v)
+			b, _ := json.Marshal(q)
+			return strings.ReplaceAll(string(b), `\\`, `\`)
+		case 1: // node's JSON.stringify: no HTML escapes
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(v)
+			return strings.TrimSpace(b.String())
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	num := func() string {
+		if r.Intn(10) == 0 {
+			return pick(r, lazyNumbers)
+		}
+		return pick(r, []string{"0.95", "0.5", "4", "1", "0.7"})
+	}
+	var out bytes.Buffer
+	for n := r.Intn(5); n >= 0; n-- {
+		ms := []string{
+			`"id":` + pick(r, []string{`"obs_a"`, `"obs_b"`, `"obs_c"`}),
+			`"type":` + pick(r, []string{`"workflow"`, `"decision"`, `"pitfall"`}),
+			`"pattern":` + str(),
+			`"confidence":` + num(),
+			`"observations":` + num(),
+			`"first_seen":` + str(),
+			`"last_seen":` + str(),
+			`"status":` + pick(r, []string{`"ready"`, `"created"`, `"observing"`}),
+			`"evidence":` + pick(r, []string{`[]`, `["a"]`, "[" + str() + "]", "[" + str() + "," + str() + "]", `["a", "b"]`, `null`, `["` + "x<y" + `","z"]`}[:4+r.Intn(2)*3]),
+			`"details":` + str(),
+			`"quality_ok":` + pick(r, []string{"true", "false"}),
+		}
+		if r.Intn(12) == 0 {
+			ms = ms[:len(ms)-1-r.Intn(3)] // a field missing
+		}
+		for _, opt := range []string{`"artifact_path":`, `"deprecated_at":`, `"softCapExceeded":`, `"needsReview":`, `"mayBeStale":`, `"staleReason":`, `"x_tool":`, `"resolved":`} {
+			if r.Intn(3) != 0 {
+				continue
+			}
+			switch opt {
+			case `"softCapExceeded":`, `"needsReview":`, `"mayBeStale":`:
+				ms = append(ms, opt+pick(r, []string{"true", "false", "true", "false", "null"}))
+			case `"x_tool":`:
+				ms = append(ms, opt+pick(r, []string{`{"v":2}`, `[1,2]`, `1.50`, `{"v": 2}`, `"<tool>"`}))
+			case `"resolved":`:
+				ms = append(ms, opt+`{"staleReasons":["code-ref-missing:src/a.go"]}`)
+			default:
+				ms = append(ms, opt+pick(r, []string{`""`, str(), str(), `null`}))
+			}
+		}
+		r.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
+		out.WriteString("{" + strings.Join(ms, ",") + "}\n")
+	}
+	return out.Bytes()
+}
+
+func TestMarksPatchMatchesDecoding(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	n := 400
+	if testing.Short() {
+		n = 100
+	}
+	patched := 0
+	for i := range n {
+		checkMarksPatch(t, genLog(r), int64(i))
+		patched += checkMarksPatch(t, genFullLog(r), int64(i))
+		if t.Failed() {
+			return
+		}
+	}
+	if patched < n/5 {
+		t.Errorf("%d lines patched in %d logs: the generator misses the fast way", patched, n)
+	}
+	for i, s := range logSeeds {
+		checkMarksPatch(t, []byte(s), int64(i))
+	}
+	// Lines as devflow and bench/gen write them are patched, not decoded:
+	// the fast way is the common one.
+	var b bytes.Buffer
+	for i := range 50 {
+		fmt.Fprintf(&b, `{"id":"obs_%03d","type":"workflow","pattern":"Run make check","confidence":0.95,"observations":4,"first_seen":"2026-04-16T11:00:00Z","last_seen":"2026-04-17T09:00:00Z","status":"created","evidence":["session 0","src/pkg0/file%d.go"],"details":"Steps:\n1. \"make check\"\n2. push","quality_ok":true,"artifact_path":".claude/commands/self-learning/c%d.md"}`+"\n", i, i, i)
+	}
+	lz := ParseLog(b.Bytes())
+	for _, ln := range lz.Lines {
+		ln.SetMarks(Marks{MayBeStale: true, NeedsReview: true, StaleReason: "code-ref-missing:src/x.go"})
+	}
+	patched = 0
+	for _, ln := range lz.Lines {
+		if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw), *ln.marks); ok {
+			patched++
+		}
+	}
+	if patched != 50 {
+		t.Errorf("%d of 50 devflow-shaped lines patched, want all", patched)
+	}
+	if got := checkMarksPatch(t, b.Bytes(), 5); got == 0 {
+		t.Errorf("no devflow-shaped line patched")
+	}
+}
+
+// FuzzMarksPatch: checkMarksPatch on any input.
+func FuzzMarksPatch(f *testing.F) {
+	for _, s := range logSeeds {
+		f.Add([]byte(s), int64(1))
+	}
+	r := rand.New(rand.NewSource(5))
+	for i := range 20 {
+		f.Add(genLog(r), int64(i))
+		f.Add(genFullLog(r), int64(i))
+	}
+	f.Add([]byte(`{"id":"obs_a","type":"workflow","pattern":"p","confidence":1e-7,"observations":1,"first_seen":"","last_seen":"","status":"ready","evidence":[],"details":"\u2028 \/ \u00e9 \u003c \u001f \ud83d\ude00","quality_ok":false,"softCapExceeded":false,"artifact_path":"","x":{"a": 1}}`+"\n"), int64(2))
+	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
+		checkMarksPatch(t, data, seed)
+	})
 }

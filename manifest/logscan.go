@@ -389,6 +389,7 @@ type indexFields struct {
 	staleReason               string
 	blankPattern, mayBeStale  bool
 	needsReview               bool
+	resolved                  bool // a "resolved" member (HasResolution)
 	details, evidence         span
 }
 
@@ -425,6 +426,9 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 				if bytes.Equal(p.key, m.key) {
 					return f, ms, false
 				}
+			}
+			if string(m.key) == "resolved" {
+				f.resolved = true
 			}
 			continue
 		}

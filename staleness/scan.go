@@ -374,22 +374,23 @@ func textRefs(details string, evidence []string, opts Options) []Ref {
 
 // Marked is an observation Mark changed, with the marks it had before.
 type Marked struct {
-	Obs                     *manifest.Observation
-	NeedsReview, MayBeStale bool
-	StaleReason             string
+	Line           *manifest.Line
+	manifest.Marks // before
 }
 
 // Mark applies a Scan's findings to the observations of log in memory and
-// returns the observations it changed, with their marks before (the caller
-// writes the log, or puts them back). An observation with a finding gets
-// mayBeStale, staleReason "code-ref-missing:<first stale ref>" and
-// needsReview. An observation without one whose staleReason came from this
-// check (code-ref-missing:) has mayBeStale and staleReason cleared — its
-// references are fine again — while needsReview stays for a human to
-// clear. Deprecated observations are left alone, and so are stale reasons
-// other tools set. findings must come from a Scan of the same log: an
-// observation it did not check counts as fine. Only the lines with a
-// finding or a mayBeStale mark are decoded.
+// returns the lines it changed, with their marks before (the caller
+// writes the log, or puts them back with SetMarks). An observation with a
+// finding gets mayBeStale, staleReason "code-ref-missing:<first stale
+// ref>" and needsReview. An observation without one whose staleReason came
+// from this check (code-ref-missing:) has mayBeStale and staleReason
+// cleared — its references are fine again — while needsReview stays for a
+// human to clear. Deprecated observations are left alone, and so are
+// stale reasons other tools set. findings must come from a Scan of the
+// same log: an observation it did not check counts as fine. No line is
+// decoded but those holding a person's resolution (lifecycle.Resolved),
+// and those decoded already: the others' marks are set aside, and the
+// write patches their bytes (manifest.Line.SetMarks).
 func Mark(log *manifest.Log, findings []Finding) []Marked {
 	if log == nil {
 		return nil
@@ -400,9 +401,9 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 			first[f.ID] = f.Ref
 		}
 	}
-	// The lines whose marks may change are decoded first, together (on
-	// every core when there are many: a first pass marks every line).
-	var due []*manifest.Line
+	// The lines with a resolution are decoded first, together (on every
+	// core when there are many).
+	var due, decode []*manifest.Line
 	for _, ln := range log.Lines {
 		if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
 			continue
@@ -415,33 +416,32 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 			continue // marked already (resolved or not: nothing to change)
 		}
 		due = append(due, ln)
-	}
-	manifest.DecodeLines(due)
-	var out []Marked
-	for _, ln := range due {
-		ref, found := first[ln.ID()]
-		o := ln.Observation()
-		if o == nil {
-			continue
+		if found && ln.HasResolution() {
+			decode = append(decode, ln)
 		}
-		before := Marked{o, o.NeedsReview, o.MayBeStale, o.StaleReason}
+	}
+	manifest.DecodeLines(decode)
+	out := make([]Marked, 0, len(due))
+	for _, ln := range due {
+		if !ln.Parsed() {
+			continue // its decode failed
+		}
+		ref, found := first[ln.ID()]
+		before := ln.Marks()
 		if found {
 			reason := ReasonPrefix + ref
-			if o.MayBeStale && o.StaleReason == reason && o.NeedsReview {
-				continue // marked already (resolved or not: nothing to change)
-			}
-			if lifecycle.Resolved(o, reason) {
+			if ln.HasResolution() && lifecycle.Resolved(ln.Observation(), reason) {
 				continue // a person resolved this very mark
 			}
-			o.MayBeStale, o.StaleReason, o.NeedsReview = true, reason, true
-			out = append(out, before)
+			ln.SetMarks(manifest.Marks{MayBeStale: true, NeedsReview: true, StaleReason: reason})
+			out = append(out, Marked{ln, before})
 			continue
 		}
-		if o.MayBeStale && strings.HasPrefix(o.StaleReason, ReasonPrefix) {
+		if before.MayBeStale && strings.HasPrefix(before.StaleReason, ReasonPrefix) {
 			// The reference resolves again: the review flag staleness set
 			// goes with it.
-			o.MayBeStale, o.StaleReason, o.NeedsReview = false, "", false
-			out = append(out, before)
+			ln.SetMarks(manifest.Marks{})
+			out = append(out, Marked{ln, before})
 		}
 	}
 	return out

@@ -138,7 +138,7 @@ func TestMark(t *testing.T) {
 		t.Errorf("Mark changed %d, want 2", len(marked))
 	}
 	for _, m := range marked {
-		if m.Obs == fine && (!m.MayBeStale || !m.NeedsReview || m.StaleReason != "code-ref-missing:src/x.go") {
+		if m.Line.Observation() == fine && (!m.MayBeStale || !m.NeedsReview || m.StaleReason != "code-ref-missing:src/x.go") {
 			t.Errorf("obs_fine's marks before = %+v", m)
 		}
 	}
@@ -182,31 +182,61 @@ func TestMark(t *testing.T) {
 
 // Mark decodes only the lines with a finding or a mayBeStale mark, and
 // clears a mark it set on a line read from disk.
-func TestMarkDecodesOnlyMarkedLines(t *testing.T) {
+func TestMarkDecodesOnlyResolvedLines(t *testing.T) {
+	// Lines as devflow writes them: every field, compact, as encoding/json
+	// writes its values.
+	full := func(id, rest string) string {
+		return `{"id":"` + id + `","type":"workflow","pattern":"p \u003c q","confidence":0.5,"observations":2,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-02T00:00:00Z","status":"ready","evidence":["a \"quoted\" note","src/x.go"],"details":"Steps:\n1. see src/a.go","quality_ok":true` + rest + `}`
+	}
 	log := manifest.ParseLog([]byte(strings.Join([]string{
-		`{"id":"obs_a","type":"workflow","pattern":"a","status":"ready","details":"see src/a.go"}`,
-		`{"id":"obs_b","type":"workflow","pattern":"b","status":"ready","mayBeStale":true,"staleReason":"code-ref-missing:src/b.go","needsReview":true}`,
-		`{"id":"obs_c","type":"workflow","pattern":"c","status":"ready","mayBeStale":true,"staleReason":"schema-changed"}`,
-		`{"id":"obs_d","type":"workflow","pattern":"d","status":"ready"}`,
-		`{"id":"obs_e","type":"workflow","pattern":"e","status":"ready","mayBeStale":true,"staleReason":"code-ref-missing:src/e.go","needsReview":true}`,
+		full("obs_a", ``),
+		full("obs_b", `,"mayBeStale":true,"staleReason":"code-ref-missing:src/b.go","needsReview":true`),
+		full("obs_c", `,"mayBeStale":true,"staleReason":"schema-changed"`),
+		full("obs_d", ``),
+		full("obs_e", `,"mayBeStale":true,"staleReason":"code-ref-missing:src/e.go","needsReview":true`),
+		full("obs_f", `,"resolved":{"staleReasons":["code-ref-missing:src/f.go"]}`),
+		full("obs_g", `,"resolved":{"staleReasons":["code-ref-missing:src/old.go"]}`),
 	}, "\n") + "\n"))
-	marked := Mark(log, []Finding{{ID: "obs_d", Ref: "src/d.go"}, {ID: "obs_e", Ref: "src/e.go"}})
-	if len(marked) != 2 || marked[0].Obs.ID != "obs_b" || marked[0].StaleReason != "code-ref-missing:src/b.go" || marked[1].Obs.ID != "obs_d" || marked[1].MayBeStale {
+	marked := Mark(log, []Finding{{ID: "obs_d", Ref: "src/d.go"}, {ID: "obs_e", Ref: "src/e.go"}, {ID: "obs_f", Ref: "src/f.go"}, {ID: "obs_g", Ref: "src/g.go"}})
+	if len(marked) != 3 || marked[0].Line.ID() != "obs_b" || marked[0].StaleReason != "code-ref-missing:src/b.go" ||
+		marked[1].Line.ID() != "obs_d" || marked[1].MayBeStale || marked[2].Line.ID() != "obs_g" {
 		t.Fatalf("Mark = %+v", marked)
 	}
-	for i, want := range []bool{false, true, true, true, false} { // obs_e: marked already
+	// Only the lines holding a person's resolution of a mark they would
+	// get are decoded; the others' marks wait for the write.
+	for i, want := range []bool{false, false, false, false, false, true, true} {
 		if got := log.Lines[i].Decoded(); got != want {
 			t.Errorf("line %d decoded %v, want %v", i, got, want)
 		}
 	}
-	if b := log.Find("obs_b"); b.MayBeStale || b.StaleReason != "" || b.NeedsReview {
+	if b := log.Lines[1].Marks(); b != (manifest.Marks{}) {
 		t.Errorf("obs_b not cleared: %+v", b)
 	}
-	if c := log.Find("obs_c"); !c.MayBeStale || c.StaleReason != "schema-changed" {
+	if c := log.Lines[2].Marks(); !c.MayBeStale || c.StaleReason != "schema-changed" {
 		t.Errorf("obs_c (another tool's reason) touched: %+v", c)
 	}
-	if d := log.Find("obs_d"); !d.MayBeStale || d.StaleReason != ReasonPrefix+"src/d.go" || !d.NeedsReview {
+	if d := log.Lines[3].Marks(); !d.MayBeStale || d.StaleReason != ReasonPrefix+"src/d.go" || !d.NeedsReview {
 		t.Errorf("obs_d not marked: %+v", d)
+	}
+	if f := log.Lines[5].Marks(); f.MayBeStale {
+		t.Errorf("obs_f marked though resolved: %+v", f)
+	}
+	// The write patches the marked lines' members in place (obs_g, decoded,
+	// is encoded as before: the same bytes).
+	out, err := log.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		full("obs_a", ``),
+		full("obs_b", ``),
+		full("obs_c", `,"mayBeStale":true,"staleReason":"schema-changed"`),
+		full("obs_d", `,"needsReview":true,"mayBeStale":true,"staleReason":"code-ref-missing:src/d.go"`),
+		full("obs_e", `,"mayBeStale":true,"staleReason":"code-ref-missing:src/e.go","needsReview":true`),
+		full("obs_f", `,"resolved":{"staleReasons":["code-ref-missing:src/f.go"]}`),
+	}, "\n")
+	if got := string(out); !strings.HasPrefix(got, want+"\n") {
+		t.Errorf("written:\n%s\nwant the first lines:\n%s", got, want)
 	}
 }
 
