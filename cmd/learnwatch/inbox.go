@@ -39,11 +39,11 @@ type queued struct {
 // the middle of an operation, the valid observations are queued in the
 // inbox instead (q set with why, res empty).
 func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, q *queued, err error) {
-	why := "the learning lock is busy"
-	if op := hooks.OperationAt(root); op != "" {
+	why := lockBusy
+	if g := gitBusy(root); g != "" {
 		// The log is a committed file: modified now, it would stop git
 		// (`git rebase --continue` refuses). The pass after it merges.
-		why = "git " + op + " in progress"
+		why = g
 		err = errors.New(why)
 	} else {
 		wait := min(cfg.Lock.QueueAfter.Duration, cfg.Lock.Timeout.Duration)
@@ -161,12 +161,31 @@ type queuedRecord struct {
 	Score    float64 `json:"score,omitempty"`
 	Verdict  string  `json:"verdict,omitempty"`
 	Feedback int     `json:"feedback"`
+	// Why says why the input was queued.
+	Why string `json:"why"`
 }
 
-// queueOutcome queues an outcome whose lock wait timed out (lockErr): its
-// line and feedback are computed now, appended by the next pass. A run
-// already recorded is refused as the direct path refuses it.
-func queueOutcome(a *app, root string, o learn.Outcome, entries []learn.Candidate, lockErr error) error {
+// lockBusy is why a command queued its input after its lock wait timed
+// out.
+const lockBusy = "the learning lock is busy"
+
+// gitBusy returns why a command that only adds facts queues them at once,
+// without taking the learning lock: git is in the middle of an operation
+// in root's worktree, and the journals are committed files which,
+// modified then, would make `git rebase --continue` refuse. "" when it
+// is not.
+func gitBusy(root string) string {
+	if op := hooks.OperationAt(root); op != "" {
+		return "git " + op + " in progress"
+	}
+	return ""
+}
+
+// queueOutcome queues an outcome (why: the lock wait timed out, err, or
+// git is mid-operation): its line and feedback are computed now, appended
+// by the next pass. A run already recorded is refused as the direct path
+// refuses it.
+func queueOutcome(a *app, root string, o learn.Outcome, entries []learn.Candidate, why string, lockErr error) error {
 	outs, _, err := journal.ReadOutcomes(root)
 	if err != nil {
 		return exitcode.Wrap(exitcode.IO, err)
@@ -192,27 +211,36 @@ func queueOutcome(a *app, root string, o learn.Outcome, entries []learn.Candidat
 	}
 	it, qerr := inbox.EnqueueOutcome(root, now(), line, evs)
 	if qerr != nil {
-		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, qerr))
+		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", queueCause(why, lockErr), qerr))
 	}
-	q := queuedRecord{Queued: true, Item: it.ID, RunID: o.RunID, Score: score, Verdict: verdict, Feedback: len(evs)}
+	q := queuedRecord{Queued: true, Item: it.ID, RunID: o.RunID, Score: score, Verdict: verdict, Feedback: len(evs), Why: why}
 	return a.emit(q, func(w io.Writer) {
-		fmt.Fprintf(w, "Queued run %s as %s in .memory/inbox (the learning lock is busy): score %.2f (%s), %d feedback event(s); the next pass records it\n", q.RunID, q.Item, q.Score, q.Verdict, q.Feedback)
+		fmt.Fprintf(w, "Queued run %s as %s in .memory/inbox (%s): score %.2f (%s), %d feedback event(s); the next pass records it\n", q.RunID, q.Item, why, q.Score, q.Verdict, q.Feedback)
 	})
 }
 
-// queueFeedback queues feedback events whose lock wait timed out.
-func queueFeedback(a *app, root, what, runID string, evs []learn.Event, lockErr error) error {
+// queueCause is the error a failed queuing reports after: the lock wait's,
+// or why.
+func queueCause(why string, lockErr error) error {
+	if lockErr != nil {
+		return lockErr
+	}
+	return errors.New(why)
+}
+
+// queueFeedback queues feedback events (why: see queueOutcome).
+func queueFeedback(a *app, root, what, runID string, evs []learn.Event, why string, lockErr error) error {
 	lines, err := marshalEvents(evs)
 	if err != nil {
 		return exitcode.Bad("%s: %v", what, err)
 	}
 	it, qerr := inbox.EnqueueFeedback(root, now(), lines)
 	if qerr != nil {
-		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", lockErr, qerr))
+		return exitcode.Wrap(exitcode.IO, fmt.Errorf("%w; and queuing in the inbox failed: %v", queueCause(why, lockErr), qerr))
 	}
-	q := queuedRecord{Queued: true, Item: it.ID, RunID: runID, Feedback: len(lines)}
+	q := queuedRecord{Queued: true, Item: it.ID, RunID: runID, Feedback: len(lines), Why: why}
 	return a.emit(q, func(w io.Writer) {
-		fmt.Fprintf(w, "Queued %s for run %s as %s in .memory/inbox (the learning lock is busy): %d feedback event(s); the next pass records them\n", what, q.RunID, q.Item, q.Feedback)
+		fmt.Fprintf(w, "Queued %s for run %s as %s in .memory/inbox (%s): %d feedback event(s); the next pass records them\n", what, q.RunID, q.Item, why, q.Feedback)
 	})
 }
 

@@ -152,6 +152,9 @@ nothing written.`,
 				// Retries is the suggested retry budget per type the run touched.
 				Retries map[string]int `json:"suggested_retries"`
 			}
+			if why := gitBusy(root); why != "" {
+				return queueOutcome(a, root, o, entries, why, nil)
+			}
 			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				outs, err := a.readOutcomes(root)
 				if err != nil {
@@ -197,7 +200,7 @@ nothing written.`,
 				return nil
 			})
 			if isLockTimeout(err) {
-				return queueOutcome(a, root, o, entries, err)
+				return queueOutcome(a, root, o, entries, lockBusy, err)
 			}
 			if err != nil {
 				return err
@@ -438,6 +441,9 @@ those relevant to the files, and ages every other entry one step.`,
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
+			if why := gitBusy(root); why != "" {
+				return queueFeedback(a, root, "verdict record", v.RunID, evs, why, nil)
+			}
 			err = a.withLearningLock(root, queueWait(cfg), func() error {
 				old, err := a.readFeedback(root)
 				if err != nil {
@@ -458,7 +464,7 @@ those relevant to the files, and ages every other entry one step.`,
 				return nil
 			})
 			if isLockTimeout(err) {
-				return queueFeedback(a, root, "verdict record", v.RunID, evs, err)
+				return queueFeedback(a, root, "verdict record", v.RunID, evs, lockBusy, err)
 			}
 			if err != nil {
 				return err
