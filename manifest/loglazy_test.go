@@ -937,7 +937,7 @@ func genFullLog(r *rand.Rand) []byte {
 		if r.Intn(12) == 0 {
 			ms = ms[:len(ms)-1-r.Intn(3)] // a field missing
 		}
-		for _, opt := range []string{`"artifact_path":`, `"deprecated_at":`, `"softCapExceeded":`, `"needsReview":`, `"mayBeStale":`, `"staleReason":`, `"x_tool":`, `"resolved":`} {
+		for _, opt := range []string{`"artifact_path":`, `"deprecated_at":`, `"softCapExceeded":`, `"needsReview":`, `"mayBeStale":`, `"staleReason":`, `"x_tool":`, `"resolved":`, `"x<&>":`} {
 			if r.Intn(3) != 0 {
 				continue
 			}
@@ -972,7 +972,7 @@ func TestMarksPatchMatchesDecoding(t *testing.T) {
 			return
 		}
 	}
-	if patched < n/5 {
+	if patched < n/8 {
 		t.Errorf("%d lines patched in %d logs: the generator misses the fast way", patched, n)
 	}
 	for i, s := range logSeeds {

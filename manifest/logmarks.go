@@ -201,7 +201,7 @@ func patchMarks(dst, body []byte, m Marks) (out []byte, at textSpans, ok bool) {
 // plainKey reports whether appendString writes key (a member's key as
 // members split it: no backslash, ASCII) between quotes as it is.
 func plainKey(key []byte) bool {
-	return bytes.IndexAny(key, "<>&") < 0
+	return plainEnd(key, 0) == len(key)
 }
 
 // canonicalKnown reports whether appendJSON writes known field k, whose
@@ -276,6 +276,9 @@ func canonicalString(v []byte) bool {
 	}
 	s := v[1 : len(v)-1]
 	for i := 0; i < len(s); {
+		if i = plainEnd(s, i); i == len(s) {
+			break // most of a text: eight bytes at a time (plainEnd)
+		}
 		c := s[i]
 		switch {
 		case c == '\\':
