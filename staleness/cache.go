@@ -424,13 +424,14 @@ func (c *Checker) saveHistory() *cachedHistory {
 // runs used, the other modes' sections as read.
 func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey, History: hist}
+	cf.Extract = make([]cachedRefs, 0, len(c.cache.extUsed))
 	for k, refs := range c.cache.extUsed {
 		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
 	}
 	slices.SortFunc(cf.Extract, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
 	cf.Trees = append(cf.Trees, c.cache.others...)
 	if c.err == nil && c.cache.treeKey != "" {
-		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey}
+		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey, Outcomes: make([]cachedOutcome, 0, len(c.outcomes))}
 		for _, d := range c.cache.ignore {
 			sec.Ignore = append(sec.Ignore, d)
 		}

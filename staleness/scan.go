@@ -138,6 +138,12 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 						dups = append(dups, [2]int{i, len(entries)})
 					} else {
 						pendingAt[k] = len(pending)
+						if len(pending) == cap(pending) {
+							// Doubled, not grown by a quarter as append grows
+							// a large slice: a cold pass at 100k observations
+							// copied 68 MB of them growing it.
+							pending = slices.Grow(pending, max(cap(pending), 256))
+						}
 						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
 					}
 				}
@@ -213,6 +219,16 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		all = append(all, e.refs...)
 	}
 	outs := c.resolveAll(all)
+	// Room for every finding the outcomes can give (a cold pass at 100k
+	// observations has 100,000 of them: appended one by one, the slice was
+	// copied to 65 MB growing).
+	most := 0
+	for i, o := range outs {
+		if o.missing || o.found != "" && all[i].Line > 0 {
+			most++
+		}
+	}
+	rep.Stale = make([]Finding, 0, most)
 	at := 0
 	for _, e := range entries {
 		if c.ctx != nil && c.ctx.Err() != nil {
@@ -395,7 +411,7 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 	if log == nil {
 		return nil
 	}
-	first := map[string]string{}
+	first := make(map[string]string, len(findings))
 	for _, f := range findings {
 		if _, ok := first[f.ID]; !ok && f.ID != "" {
 			first[f.ID] = f.Ref
