@@ -484,7 +484,16 @@ func DecodeTexts(details, evidence []byte) (string, []string, error) {
 		d = jsonString(details)
 	}
 	var e []string
-	if evidence != nil {
+	switch {
+	case evidence == nil:
+	case stringArray(evidence):
+		// What the scan vouched for: an array of strings, decoded without
+		// reflection (a cold staleness pass decodes every line's).
+		var ok bool
+		if e, ok = stringList(evidence); !ok {
+			return "", nil, errors.New("evidence: not an array of strings")
+		}
+	default:
 		if err := json.Unmarshal(evidence, &e); err != nil {
 			return "", nil, err
 		}
