@@ -861,19 +861,25 @@ func (l *Log) Bytes() ([]byte, error) {
 // changed), and for a line whose marks were set aside where its texts
 // are in its new bytes.
 func (l *Log) encodeChanged() (fresh [][]byte, at []textSpans, err error) {
-	decoded := 0
+	decoded, marked := 0, 0
 	for _, ln := range l.Lines {
-		if ln.obs != nil || ln.marks != nil {
+		switch {
+		case ln.obs != nil:
 			decoded++
+		case ln.marks != nil:
+			marked++
 		}
 	}
-	if decoded == 0 {
-		return nil, nil, nil // no line was decoded or appended: none changed
+	if decoded+marked == 0 {
+		return nil, nil, nil // no line was decoded, marked or appended: none changed
 	}
-	fresh, at = make([][]byte, len(l.Lines)), make([]textSpans, len(l.Lines))
+	fresh = make([][]byte, len(l.Lines))
+	if marked > 0 {
+		at = make([]textSpans, len(l.Lines))
+	}
 	// A first pass can change every line (staleness marks): the lines are
 	// independent, so they are checked and encoded on every core.
-	if err := encodeRuns(l.Lines, fresh, at, parallel.Workers(decoded, encodeShare)); err != nil {
+	if err := encodeRuns(l.Lines, fresh, at, parallel.Workers(decoded+marked, encodeShare)); err != nil {
 		return nil, nil, err
 	}
 	for _, b := range fresh {
@@ -889,8 +895,9 @@ func (l *Log) encodeChanged() (fresh [][]byte, at []textSpans, err error) {
 const encodeShare = 2000
 
 // encodeRuns fills fresh[i] with the new bytes of each changed line of
-// lines, in contiguous runs on up to workers goroutines, and returns the
-// error of the first line in the log's order that cannot be encoded.
+// lines (and at[i] for a line whose marks were set aside: at is nil when
+// none is), in contiguous runs on up to workers goroutines, and returns
+// the error of the first line in the log's order that cannot be encoded.
 func encodeRuns(lines []*Line, fresh [][]byte, at []textSpans, workers int) error {
 	var mu sync.Mutex
 	firstAt, first := len(lines), error(nil)
