@@ -10,7 +10,9 @@
 // lines are written back byte for byte. The log is read lazily: a cheap scan
 // indexes each line by id, type, status and artifact path, a line is
 // decoded only when asked for, and a changed one is re-encoded by patching
-// its fields in their original order (log.go, logscan.go).
+// its fields in their original order (log.go, logscan.go). Staleness marks
+// set on a line nothing decoded are patched into its bytes at the write,
+// where that gives the bytes re-encoding gives (logmarks.go).
 //
 // The manifest is decoded without reflection and encoded to the bytes
 // json.MarshalIndent writes, reusing the bytes of every entry that did not
