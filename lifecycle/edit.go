@@ -118,14 +118,14 @@ func Resolve(o *manifest.Observation, reason, staleReason string, now time.Time)
 	if err != nil {
 		return false, err
 	}
-	o.SetExtra("resolved", b)
+	o.SetExtra(manifest.ResolutionKey, b)
 	o.NeedsReview, o.MayBeStale, o.StaleReason = false, false, ""
 	return true, nil
 }
 
 func resolution(o *manifest.Observation) Resolution {
 	var r Resolution
-	if raw, ok := o.Extra("resolved"); ok {
+	if raw, ok := o.Extra(manifest.ResolutionKey); ok {
 		_ = json.Unmarshal(raw, &r) // a hand-made record that does not fit starts over
 	}
 	return r

@@ -47,12 +47,17 @@ func (ln *Line) SetMarks(m Marks) {
 	ln.marks = &m
 }
 
-// HasResolution reports whether the line's object has a "resolved"
-// member (a person's resolution of a mark: lifecycle), without decoding
-// it.
+// ResolutionKey is the member in which a person's resolution of an
+// observation's staleness marks is kept (package lifecycle writes and reads
+// it); the scan notes whether a line has one, so that the staleness pass
+// decodes only those lines.
+const ResolutionKey = "resolved"
+
+// HasResolution reports whether the line's object has a ResolutionKey
+// member, without decoding it.
 func (ln *Line) HasResolution() bool {
 	if ln.obs != nil {
-		_, ok := ln.obs.Extra("resolved")
+		_, ok := ln.obs.Extra(ResolutionKey)
 		return ok
 	}
 	return ln.idx.resolved

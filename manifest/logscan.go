@@ -389,7 +389,7 @@ type indexFields struct {
 	staleReason               string
 	blankPattern, mayBeStale  bool
 	needsReview               bool
-	resolved                  bool // a "resolved" member (HasResolution)
+	resolved                  bool // a ResolutionKey member (HasResolution)
 	details, evidence         span
 }
 
@@ -427,7 +427,7 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 					return f, ms, false
 				}
 			}
-			if string(m.key) == "resolved" {
+			if string(m.key) == ResolutionKey {
 				f.resolved = true
 			}
 			continue
