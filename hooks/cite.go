@@ -266,8 +266,8 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	var lockErr error
 	queued := false
 	if waitForGit {
-		if op := OperationAt(root); op != "" {
-			lockErr, queued = fmt.Errorf("git %s in progress", op), true
+		if why := InProgress(root); why != "" {
+			lockErr, queued = errors.New(why), true
 		}
 	}
 	if !queued {

@@ -134,6 +134,17 @@ func OperationAt(root string) string {
 	return Operation(dir)
 }
 
+// InProgress is why a command that only adds facts queues them instead of
+// writing the committed memory: "git <operation> in progress" while
+// OperationAt names one (modified then, a tracked file would make `git
+// rebase --continue` refuse), "" otherwise.
+func InProgress(root string) string {
+	if op := OperationAt(root); op != "" {
+		return "git " + op + " in progress"
+	}
+	return ""
+}
+
 // configGet returns a local config value ("" and false when unset).
 func configGet(root, key string) (string, bool, error) {
 	out, err := git(root, "config", "--local", "--get", key)

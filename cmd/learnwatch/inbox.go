@@ -40,7 +40,7 @@ type queued struct {
 // inbox instead (q set with why, res empty).
 func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Observation) (res lifecycle.Result, q *queued, err error) {
 	why := lockBusy
-	if g := gitBusy(root); g != "" {
+	if g := hooks.InProgress(root); g != "" {
 		// The log is a committed file: modified now, it would stop git
 		// (`git rebase --continue` refuses). The pass after it merges.
 		why = g
@@ -168,18 +168,6 @@ type queuedRecord struct {
 // lockBusy is why a command queued its input after its lock wait timed
 // out.
 const lockBusy = "the learning lock is busy"
-
-// gitBusy returns why a command that only adds facts queues them at once,
-// without taking the learning lock: git is in the middle of an operation
-// in root's worktree, and the journals are committed files which,
-// modified then, would make `git rebase --continue` refuse. "" when it
-// is not.
-func gitBusy(root string) string {
-	if op := hooks.OperationAt(root); op != "" {
-		return "git " + op + " in progress"
-	}
-	return ""
-}
 
 // queueOutcome queues an outcome (why: the lock wait timed out, err, or
 // git is mid-operation): its line and feedback are computed now, appended

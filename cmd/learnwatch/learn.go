@@ -19,6 +19,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -152,7 +153,7 @@ nothing written.`,
 				// Retries is the suggested retry budget per type the run touched.
 				Retries map[string]int `json:"suggested_retries"`
 			}
-			if why := gitBusy(root); why != "" {
+			if why := hooks.InProgress(root); why != "" {
 				return queueOutcome(a, root, o, entries, why, nil)
 			}
 			err = a.withLearningLock(root, queueWait(cfg), func() error {
@@ -441,7 +442,7 @@ those relevant to the files, and ages every other entry one step.`,
 					res.Reinforced = append(res.Reinforced, e.Target)
 				}
 			}
-			if why := gitBusy(root); why != "" {
+			if why := hooks.InProgress(root); why != "" {
 				return queueFeedback(a, root, "verdict record", v.RunID, evs, why, nil)
 			}
 			err = a.withLearningLock(root, queueWait(cfg), func() error {
