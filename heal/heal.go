@@ -763,7 +763,7 @@ func (st *State) askGit() {
 			it.head = e.Deleted.Head
 			back = append(back, it)
 		case e.Deleted == nil:
-			if current, legacy, ok, err := st.text(e, rel, st.Sections); err == nil && ok && !st.unchanged(rel, e, current, legacy) {
+			if current, legacy, ok, err := st.text(e, rel); err == nil && ok && !st.unchanged(rel, e, current, legacy) {
 				it.since, _ = time.Parse(time.RFC3339, e.RenderedAt)
 				it.changed, it.obsID, it.recorded, it.current = true, e.ObservationID, e.ContentHash, current
 				asks = append(asks, it)
@@ -798,11 +798,11 @@ func (st *State) askGit() {
 
 // text returns entry e's artifact as the pass compares it with the
 // manifest: the file rel, or its section's text and the span devflow's
-// hash covers (sections: the knowledge files' parsed sections); found is
+// hash covers (from the knowledge files' parsed sections); found is
 // false when it is not there. An anchor into a file that is not one of the
 // two knowledge files is parsed on the fly, unless it is Markdown no
 // parser should see: err says why (such an entry is never penalised).
-func (st *State) text(e manifest.Entry, rel string, sections map[string][]markdown.Section) (current, legacy []byte, found bool, err error) {
+func (st *State) text(e manifest.Entry, rel string) (current, legacy []byte, found bool, err error) {
 	if e.AnchorID == "" {
 		b, ok := st.Files[rel]
 		return b, b, ok, nil
@@ -811,7 +811,7 @@ func (st *State) text(e manifest.Entry, rel string, sections map[string][]markdo
 	var secs []markdown.Section
 	switch b, ok := st.Files[rel]; {
 	case known:
-		if secs = sections[rel]; secs == nil {
+		if secs = st.Sections[rel]; secs == nil {
 			secs = markdown.Sections(src)
 		}
 	case ok:
@@ -877,13 +877,15 @@ func (st *State) noteSums(rel string, e statcache.Entry) {
 // counts. It does no I/O.
 func Plan(st *State, now time.Time) Result {
 	res := Result{Corrupt: st.Log.Corrupt()}
-	sections := st.Sections
-	if sections == nil {
-		sections = map[string][]markdown.Section{}
+	if st.Sections == nil {
+		// A state built by hand (loadWarm parses them): parsed once here,
+		// for Plan and State.text alike.
+		st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
 		for rel, src := range st.Knowledge {
-			sections[rel] = markdown.Sections(src)
+			st.Sections[rel] = markdown.Sections(src)
 		}
 	}
+	sections := st.Sections
 	stamp := now.UTC().Format(time.RFC3339)
 	for _, rel := range sortedKeys(st.Knowledge) {
 		first := map[string]int{}
@@ -949,7 +951,7 @@ func Plan(st *State, now time.Time) Result {
 			keep(e, note)
 			continue
 		}
-		current, legacy, found, err := st.text(e, rel, sections)
+		current, legacy, found, err := st.text(e, rel)
 		if err != nil {
 			res.Errors++
 			res.Problems = append(res.Problems, fmt.Sprintf("manifest entry %s: %s: %v (left in place)", e.ObservationID, rel, err))
