@@ -388,7 +388,7 @@ func textRefs(details string, evidence []string, opts Options) []Ref {
 	return refs
 }
 
-// Marked is an observation Mark changed, with the marks it had before.
+// Marked is a line Mark changed, with the marks it had before.
 type Marked struct {
 	Line           *manifest.Line
 	manifest.Marks // before
