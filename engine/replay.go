@@ -33,11 +33,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/citation"
 	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
@@ -311,7 +310,7 @@ func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) int {
 // headNow is HEAD's commit of the repository at root ("" when there is
 // none), read with go-git.
 func headNow(root string) string {
-	repo, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := gitrepo.Open(root, gitrepo.Options{Up: true})
 	if err != nil {
 		return ""
 	}

@@ -7,9 +7,10 @@ package gitdiff
 import (
 	"errors"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/learnwatch/learnwatch/gitrepo"
 )
 
 // baseRefs are tried in order as the branch the current one forked from.
@@ -27,8 +28,8 @@ const MaxFiles = 2000
 // detached or unborn HEAD, HEAD on the default branch itself, or no default
 // branch: no files and no error.
 func Branch(root string) ([]string, error) {
-	repo, err := git.PlainOpenWithOptions(root, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if errors.Is(err, git.ErrRepositoryNotExists) {
+	repo, err := gitrepo.Open(root, gitrepo.Options{})
+	if errors.Is(err, gitrepo.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -39,14 +40,24 @@ const (
 // history with go-git, never the work tree's status; every answer is
 // cached for the pass.
 type gitView struct {
-	repo     *git.Repository
+	repo     *gitrepo.Repo
 	prefix   string // the reconciled root relative to the worktree top: "dir/" or ""
 	top      string // the worktree top
 	head     *object.Commit
 	headTree *object.Tree
 	index    map[string]plumbing.Hash // read by the first inIndex
-	anchors  map[plumbing.Hash]map[string]bool
-	versions map[version]bool
+	// sparse is set in a sparse checkout; skipped holds the index's
+	// entries git keeps out of the work tree (skip-worktree), read with
+	// the index.
+	sparse   bool
+	skipped  map[string]bool
+	indexErr error
+	// unreadable is set for a repository go-git cannot read (gitrepo's
+	// UnreadableError): no question is asked of it, and no missing
+	// artifact is called deleted — git may have taken it away.
+	unreadable error
+	anchors    map[plumbing.Hash]map[string]bool
+	versions   map[version]bool
 
 	histRead bool
 	hist     []*object.Tree
@@ -55,25 +66,26 @@ type gitView struct {
 }
 
 // openGit returns the view of the repository holding root, nil outside git
-// (or when it cannot be read: reconcile then behaves as outside git).
+// (or when it cannot be found or opened: reconcile then behaves as outside
+// git). A repository whose format go-git cannot read gets a view that
+// only says so (gitView.unreadable).
 func openGit(root string) *gitView {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil
 	}
-	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := gitrepo.Open(abs, gitrepo.Options{Up: true})
+	if unreadable, ok := errors.AsType[*gitrepo.UnreadableError](err); ok {
+		return &gitView{unreadable: unreadable}
+	}
 	if err != nil {
 		return nil
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return nil
-	}
-	prefix, ok := prefixOf(wt.Filesystem.Root(), abs)
+	prefix, ok := prefixOf(repo.Top, abs)
 	if !ok {
 		return nil
 	}
-	g := &gitView{repo: repo, prefix: prefix, top: wt.Filesystem.Root(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
+	g := &gitView{repo: repo, prefix: prefix, top: repo.Top, sparse: repo.Sparse(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
 	if ref, err := repo.Head(); err == nil {
 		if c, err := repo.CommitObject(ref.Hash()); err == nil {
 			if t, err := c.Tree(); err == nil {
@@ -108,7 +120,7 @@ func prefixOf(top, root string) (string, bool) {
 // false outside git.
 func Tracked(root, path string) bool {
 	g := openGit(root)
-	if g == nil {
+	if g == nil || g.unreadable != nil {
 		return false
 	}
 	abs, err := filepath.Abs(path)
@@ -128,15 +140,42 @@ func Tracked(root, path string) bool {
 // first call: an edit's questions never need it.
 func (g *gitView) inIndex(path string) (plumbing.Hash, bool) {
 	if g.index == nil {
-		g.index = map[string]plumbing.Hash{}
-		if idx, err := g.repo.Storer.Index(); err == nil {
+		g.index, g.skipped = map[string]plumbing.Hash{}, map[string]bool{}
+		idx, err := g.indexOf()
+		if err != nil {
+			g.indexErr = err
+		} else {
 			for _, e := range idx.Entries {
 				g.index[e.Name] = e.Hash
+				if e.SkipWorktree {
+					g.skipped[e.Name] = true
+				}
 			}
 		}
 	}
 	h, ok := g.index[path]
 	return h, ok
+}
+
+// indexOf decodes the index of the view's repository.
+func (g *gitView) indexOf() (*index.Index, error) {
+	if g.repo == nil {
+		return nil, g.unreadable
+	}
+	return g.repo.Index()
+}
+
+// leftOut reports whether a sparse checkout keeps path (relative to the
+// worktree top) out of the work tree: git's index holds it with the
+// skip-worktree bit. In a sparse checkout whose index go-git cannot read
+// (a sparse index keeps whole directories as one entry) any file may have
+// been left out by git, and none is called deleted.
+func (g *gitView) leftOut(path string) bool {
+	if !g.sparse {
+		return false
+	}
+	g.inIndex(path)
+	return g.indexErr != nil || g.skipped[path]
 }
 
 // headHash is the checked-out commit, "" before the first commit.
@@ -153,10 +192,17 @@ func (g *gitView) headHash() string {
 // history since the render had it (a committed deletion), or no branch
 // has it (an untracked or ignored file that is gone). It is absent —
 // false — when another branch (or the stash) has it and HEAD's line never
-// did: a checkout, rebase or stash took it away.
+// did: a checkout, rebase or stash took it away; or when a sparse checkout
+// keeps it out of the work tree.
 func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 	if g == nil {
 		return true
+	}
+	if g.unreadable != nil {
+		return false
+	}
+	if g.leftOut(g.prefix + rel) {
+		return false
 	}
 	// HEAD's tree first: it answers for most uncommitted deletions without
 	// decoding the index (an entry per tracked file, 5 ms at 10,000).
@@ -361,7 +407,7 @@ func (g *gitView) history(since time.Time) []*object.Tree {
 // branchTips returns the trees of the local and remote branch tips and of
 // the stash (with its index and untracked-files parents), HEAD's excluded.
 func (g *gitView) branchTips() []*object.Tree {
-	if g.tipsRead {
+	if g.tipsRead || g.repo == nil {
 		return g.tips
 	}
 	g.tipsRead = true

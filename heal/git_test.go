@@ -187,6 +187,31 @@ func TestDeletedOrAbsent(t *testing.T) {
 			os.Remove(filepath.Join(dir, other))
 		}, true},
 		{"never in git", other, func(t *testing.T, dir string) {}, true},
+		// A sparse checkout keeps files out of the work tree: git's, not
+		// the person's (the index holds them with the skip-worktree bit).
+		{"left out by a sparse checkout", cmdRel, func(t *testing.T, dir string) {
+			gitIn(t, dir, "sparse-checkout", "set", "--no-cone", "/*", "!/.claude/")
+			if _, err := os.Stat(filepath.Join(dir, cmdRel)); err == nil {
+				t.Fatal("sparse-checkout left the file in the work tree")
+			}
+		}, false},
+		{"removed by the person in a sparse checkout", cmdRel, func(t *testing.T, dir string) {
+			gitIn(t, dir, "sparse-checkout", "set", "--no-cone", "/*", "!/docs/")
+			os.Remove(filepath.Join(dir, cmdRel))
+		}, true},
+		// sparse-checkout sets extensions.worktreeConfig, which go-git's
+		// own open refused: the repository was then "not git", and a
+		// branch switch a deletion.
+		{"committed on another branch only, sparse-checkout configured", other, func(t *testing.T, dir string) {
+			gitIn(t, dir, "sparse-checkout", "init", "--no-cone")
+			gitIn(t, dir, "sparse-checkout", "set", "--no-cone", "/*")
+			onSide(t, dir)
+		}, false},
+		{"committed on another branch only, a partial clone's format", other, func(t *testing.T, dir string) {
+			gitIn(t, dir, "config", "core.repositoryformatversion", "1")
+			gitIn(t, dir, "config", "extensions.partialClone", "origin")
+			onSide(t, dir)
+		}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -230,8 +230,11 @@ type State struct {
 	CheckedOut     map[string]bool
 	BackByCheckout map[string]bool
 	Head           string
-	// GitAsked is set when askGit opened the repository.
-	GitAsked bool
+	// GitAsked is set when askGit opened the repository; GitUnreadable
+	// says why the repository holding the root could not be read (its
+	// missing artifacts were then called absent, not deleted).
+	GitAsked      bool
+	GitUnreadable string
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
 	// NoKeptEvents leaves the kept events out of Plan's result
@@ -776,6 +779,9 @@ func (st *State) askGit() {
 	}
 	g := openGit(st.Root)
 	st.GitAsked = true
+	if g != nil && g.unreadable != nil && len(asks) > 0 {
+		st.GitUnreadable = g.unreadable.Error()
+	}
 	st.Head = g.headHash()
 	// The oldest render first: it sets how far back history is read.
 	slices.SortStableFunc(asks, func(a, b item) int { return a.since.Compare(b.since) })
@@ -793,6 +799,9 @@ func (st *State) askGit() {
 		if g.backByCheckout(it.rel, it.anchor, it.head) {
 			st.BackByCheckout[it.key] = true
 		}
+	}
+	if g != nil && g.sparse && g.indexErr != nil && st.GitUnreadable == "" {
+		st.GitUnreadable = fmt.Sprintf("the index of the sparse checkout at %s cannot be read (%v)", g.top, g.indexErr)
 	}
 }
 
@@ -896,6 +905,9 @@ func Plan(st *State, now time.Time) Result {
 			}
 			first[s.ID] = s.Line
 		}
+	}
+	if st.GitUnreadable != "" {
+		res.Problems = append(res.Problems, st.GitUnreadable+": an artifact missing from the work tree is not called deleted (git may have taken it away) until learnwatch can read the repository")
 	}
 	reanchor(st, sections, &res)
 	if !st.NoKeptEvents {

@@ -15,16 +15,14 @@ import (
 	"strings"
 	"sync"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -88,10 +86,10 @@ type Checker struct {
 	depth  int
 	parsed map[string]Parsed // UseParsed
 
-	repo   *git.Repository // nil outside git
-	prefix string          // root relative to the worktree top, "" or "dir/"
-	head   *object.Commit  // nil outside git or before the first commit
-	tree   *object.Tree    // head's tree
+	repo   *gitrepo.Repo  // nil outside git
+	prefix string         // root relative to the worktree top, "" or "dir/"
+	head   *object.Commit // nil outside git or before the first commit
+	tree   *object.Tree   // head's tree
 
 	top    string // the worktree's top directory
 	gitDir string // the repository's git directory (for info/exclude)
@@ -209,45 +207,25 @@ func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*
 		c.depth = config.Default().Staleness.RenameDepth
 	}
 	indexMode := mode == Staged || mode == PreCommit
-	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
-	if errors.Is(err, git.ErrRepositoryNotExists) {
+	// go-git's default object cache keeps up to 96 MB of decoded objects,
+	// which a long history walk fills with trees it reads once (learnwatch
+	// keeps its own bounded map of decoded trees).
+	repo, err := gitrepo.Open(abs, gitrepo.Options{Up: true, ObjectCache: objectCacheSize})
+	if errors.Is(err, gitrepo.ErrNotExist) {
 		if indexMode {
 			return nil, fmt.Errorf("staleness: %s: %w (the staged check needs the index)", abs, ErrNotGit)
 		}
 		return c, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("staleness: open git repository at %s: %w", abs, err)
+		return nil, fmt.Errorf("staleness: %w", err)
 	}
-	wt, err := repo.Worktree()
-	if errors.Is(err, git.ErrIsBareRepository) {
-		if indexMode {
-			return nil, fmt.Errorf("staleness: %s is a bare repository: %w", abs, ErrNotGit)
-		}
-		return c, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("staleness: open worktree at %s: %w", abs, err)
-	}
-	if c.prefix, err = prefixOf(wt.Filesystem.Root(), abs); err != nil {
+	if c.prefix, err = prefixOf(repo.Top, abs); err != nil {
 		return nil, err
 	}
-	if st, ok := repo.Storer.(*filesystem.Storage); ok {
-		// The same repository with a smaller object cache: go-git's
-		// default keeps up to 96 MB of decoded objects, which a long
-		// history walk fills with trees it reads once (learnwatch keeps
-		// its own bounded map of decoded trees).
-		small, err := git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(objectCacheSize)), wt.Filesystem)
-		if err == nil {
-			repo = small
-		}
-	}
 	c.repo = repo
-	c.top = wt.Filesystem.Root()
-	c.gitDir = filepath.Join(c.top, ".git")
-	if st, ok := repo.Storer.(*filesystem.Storage); ok {
-		c.gitDir = st.Filesystem().Root()
-	}
+	c.top = repo.Top
+	c.gitDir = repo.GitDir
 
 	ref, err := repo.Head()
 	switch {
@@ -324,7 +302,7 @@ func (c *Checker) ensureIndex() {
 }
 
 // objectCacheSize bounds go-git's cache of decoded objects.
-const objectCacheSize = 16 * cache.MiByte
+const objectCacheSize = 16 << 20
 
 // prefixOf returns root relative to the worktree top as "dir/" ("" when
 // they are the same directory).
@@ -349,11 +327,11 @@ func prefixOf(top, root string) (string, error) {
 
 // readIndex reads the index git would commit: GIT_INDEX_FILE when set,
 // else the repository's index.
-func readIndex(repo *git.Repository) (*index.Index, error) {
+func readIndex(repo *gitrepo.Repo) (*index.Index, error) {
 	defer relaxGC()()
 	name := os.Getenv("GIT_INDEX_FILE")
 	if name == "" {
-		idx, err := repo.Storer.Index()
+		idx, err := repo.Index()
 		if err != nil {
 			return nil, fmt.Errorf("staleness: read git index: %w", err)
 		}
