@@ -357,7 +357,20 @@ func (r *Repo) BlobObject(h plumbing.Hash) (*object.Blob, error) {
 }
 
 // Index decodes the worktree's index.
-func (r *Repo) Index() (*index.Index, error) { return r.Storer.Index() }
+func (r *Repo) Index() (*index.Index, error) {
+	idx, err := r.Storer.Index()
+	return idx, IndexErr(err)
+}
+
+// IndexErr names what an index decode error most likely means: an index
+// extension go-git does not implement, which git writes for a sparse index
+// (`index.sparse`) or a split index (`core.splitIndex`).
+func IndexErr(err error) error {
+	if errors.Is(err, index.ErrUnknownExtension) {
+		return fmt.Errorf("%w: a sparse index (index.sparse) or a split index (core.splitIndex), which go-git cannot read", err)
+	}
+	return err
+}
 
 // Sparse reports whether the worktree has a sparse-checkout definition:
 // files outside it are in the index with the skip-worktree bit and not in

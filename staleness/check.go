@@ -348,7 +348,7 @@ func readIndex(repo *gitrepo.Repo) (*index.Index, error) {
 	defer f.Close()
 	idx := &index.Index{}
 	if err := index.NewDecoder(bufio.NewReader(f)).Decode(idx); err != nil {
-		return nil, fmt.Errorf("staleness: decode git index %s: %w", abs, err)
+		return nil, fmt.Errorf("staleness: decode git index %s: %w", abs, gitrepo.IndexErr(err))
 	}
 	return idx, nil
 }
