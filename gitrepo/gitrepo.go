@@ -172,6 +172,31 @@ func Open(dir string, o Options) (*Repo, error) {
 	return &Repo{Storer: s, Top: top, GitDir: gitDir}, nil
 }
 
+// GitDir returns the git directory of the work tree holding dir (its
+// nearest parent with a `.git`): `.git` itself, or the directory a `.git`
+// file names (a linked worktree's own, where git keeps that worktree's
+// HEAD, index and the state of a rebase or merge under way). It is what
+// `git rev-parse --git-dir` answers there without GIT_DIR, found with a
+// few stats and no git process; ErrNotExist outside git.
+func GitDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	top, dot, err := find(abs, true)
+	if err != nil {
+		return "", err
+	}
+	gitDir, err := resolveDotGit(top, dot)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(filepath.Join(gitDir, "HEAD")); err != nil || fi.IsDir() {
+		return "", fmt.Errorf("%w: %s has no HEAD", ErrNotExist, gitDir)
+	}
+	return gitDir, nil
+}
+
 // unreadable says why a repository of this format version with these
 // extensions cannot be read, "" when it can. Git's rules: format 1 honours
 // every extension and refuses one it does not know; format 0 honours only

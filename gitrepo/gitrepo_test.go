@@ -356,3 +356,25 @@ func TestOpenHostileDotGit(t *testing.T) {
 		t.Fatalf("a .git naming an empty directory: %v, want ErrNotExist", err)
 	}
 }
+
+// GitDir answers what `git rev-parse --git-dir` answers, without a git
+// process: from the top, a subdirectory, a linked worktree; ErrNotExist
+// outside git.
+func TestGitDirIsGits(t *testing.T) {
+	dir := repo(t)
+	git(t, dir, "branch", "feat")
+	wt := filepath.Join(t.TempDir(), "wt")
+	git(t, dir, "worktree", "add", "-q", wt, "feat")
+	for _, d := range []string{dir, filepath.Join(dir, "sub"), wt, filepath.Join(wt, "sub")} {
+		got, err := GitDir(d)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		if want := git(t, d, "rev-parse", "--path-format=absolute", "--git-dir"); real(t, got) != real(t, want) {
+			t.Fatalf("%s: GitDir %s, git says %s", d, got, want)
+		}
+	}
+	if _, err := GitDir(t.TempDir()); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("outside git: %v", err)
+	}
+}

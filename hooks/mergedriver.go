@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -95,11 +96,11 @@ func topLevel(root string) (string, error) {
 // worktree's own directory, not the common one): where a merge in that
 // worktree keeps its state.
 func GitDir(root string) (string, error) {
-	out, err := git(root, "rev-parse", "--path-format=absolute", "--git-dir")
+	dir, err := gitrepo.GitDir(root)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w (%v)", root, ErrNotRepo, err)
 	}
-	return strings.TrimSpace(out), nil
+	return dir, nil
 }
 
 // Operation names the git operation under way in the worktree whose git
@@ -124,8 +125,8 @@ func Operation(gitDir string) string {
 }
 
 // OperationAt is Operation for the worktree holding root, "" when none is
-// under way or root is not in git (one git process to find the git
-// directory: the watcher, which asks often, finds it once).
+// under way or root is not in git (a few stats find the git directory, no
+// git process).
 func OperationAt(root string) string {
 	dir, err := GitDir(root)
 	if err != nil {
