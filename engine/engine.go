@@ -181,6 +181,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			return rep, &GitBusyError{Op: op}
 		}
 	}
+	if !p.Deferred {
+		defer relaxGC(manifest.PathsFor(e.root).Log)()
+	}
 	opts := heal.Options{
 		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,
 		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,

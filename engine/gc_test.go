@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"testing"
+)
+
+// percent and limit read the collector's settings without changing them.
+func percent() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+func limit() int64 { return debug.SetMemoryLimit(-1) }
+
+func TestRelaxGC(t *testing.T) {
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	log := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	for _, c := range []struct {
+		size int64
+		want int64
+	}{
+		{-1, passHeapFloor}, // no log
+		{1 << 20, passHeapFloor},
+		{64 << 20, 64 << 20 * passHeapPerLogByte},
+	} {
+		if c.size >= 0 {
+			if err := os.WriteFile(log, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(log, c.size); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p0, l0 := percent(), limit()
+		restore := relaxGC(log)
+		if p, l := percent(), limit(); p != passGCPercent || l != c.want {
+			t.Errorf("log of %d bytes: GOGC %d, limit %d; want %d, %d", c.size, p, l, passGCPercent, c.want)
+		}
+		restore()
+		if p, l := percent(), limit(); p != p0 || l != l0 {
+			t.Errorf("not restored: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
+		}
+	}
+
+	// The person's own settings are left alone.
+	t.Setenv("GOGC", "50")
+	p0, l0 := percent(), limit()
+	restore := relaxGC(log)
+	if p, l := percent(), limit(); p != p0 || l != l0 {
+		t.Errorf("with GOGC set: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
+	}
+	restore()
+}
