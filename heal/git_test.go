@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -225,5 +227,39 @@ func TestDeletedOrAbsent(t *testing.T) {
 				t.Fatalf("deleted = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// find answers what go-git's Tree.FindEntry answers, through the view's
+// decoded trees, for files, directories, missing names and a file taken
+// for a directory, with the tree map started again when it is full.
+func TestFindIsFindEntry(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	files := []string{"a.md", "x/b.md", "x/y/c.md", "x/y/z/d.md", ".claude/commands/self-learning/lint.md", "x/y/e.md"}
+	for _, f := range files {
+		putFile(t, dir, f, f)
+	}
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "files")
+	g := openGit(dir)
+	if g == nil || g.headTree == nil {
+		t.Fatal("no HEAD tree")
+	}
+	paths := append(files, "x", "x/y", "x/y/z", "missing.md", "x/missing.md", "x/y/z/d.md/e", "a.md/b", "nope/a.md", ".claude/commands")
+	for round := range 2 {
+		for _, p := range paths {
+			want, wantErr := g.headTree.FindEntry(p)
+			got, err := g.find(g.headTree, p)
+			if (err != nil) != (wantErr != nil) || (err == nil && (got.Hash != want.Hash || got.Mode != want.Mode || got.Name != want.Name)) {
+				t.Fatalf("round %d, %s: find = %v, %v; FindEntry = %v, %v", round, p, got, err, want, wantErr)
+			}
+		}
+		if round == 0 && len(g.trees) == 0 {
+			t.Fatal("find kept no decoded tree")
+		}
+		for h := range treeLimit {
+			g.trees[plumbing.Hash{byte(h), byte(h >> 8), 1}] = nil // fill it: the next find starts it again
+		}
 	}
 }
