@@ -89,6 +89,34 @@ func TestHashAndUnchanged(t *testing.T) {
 	}
 }
 
+// Line ends are not content: CRLF content is unchanged against the hash of
+// its LF form (git's checkout under core.autocrlf), never the other way
+// round, and a lone CR or any other difference is still a change.
+func TestUnchangedAcrossLineEnds(t *testing.T) {
+	lf := "# Lint\n\nRun the linter.\n"
+	for _, tc := range []struct {
+		stored, content string
+		want            bool
+	}{
+		{Hash([]byte(lf)), "# Lint\r\n\r\nRun the linter.\r\n", true},
+		{Hash([]byte(lf)), "# Lint\r\n\nRun the linter.\r\n", true}, // mixed
+		{refDJB2(lf), "# Lint\r\n\r\nRun the linter.\r\n", true},
+		{Hash([]byte(lf)), "# Lint\r\n\r\nRun the linter twice.\r\n", false},
+		{Hash([]byte(lf)), "# Lint\r\rRun the linter.\r", false}, // lone CRs are content
+		{Hash([]byte(lf)), "# Lint\n\nRun the linter.\r\n\r\n", false},
+		{Hash([]byte("# Lint\r\n")), "# Lint\n", false}, // LF is not CRLF's
+		{refDJB2("# Lint\r\n"), "# Lint\n", false},
+	} {
+		b := []byte(tc.content)
+		if got := Unchanged(tc.stored, b, b); got != tc.want {
+			t.Errorf("Unchanged(%q, %q) = %v, want %v", tc.stored, tc.content, got, tc.want)
+		}
+	}
+	if b := []byte("no crlf\r here\n"); &LF(b)[0] != &b[0] {
+		t.Error("LF copied content without a CRLF")
+	}
+}
+
 func TestResolve(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "repo")

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
@@ -41,13 +42,34 @@ func IsLegacyHash(stored string) bool { return !strings.HasPrefix(stored, "sha25
 // Unchanged reports whether stored matches the content, using the algorithm
 // stored was written with: sha256 over current, or djb2 over legacy (the
 // bytes the legacy tool hashed, which for knowledge entries differ slightly
-// from what learnwatch hashes).
+// from what learnwatch hashes). Content with CRLF line ends also matches
+// the hash of the same content with LF ends (LF).
 func Unchanged(stored string, current, legacy []byte) bool {
 	if IsLegacyHash(stored) {
-		return SameLegacy(stored, DJB2(legacy))
+		return SameLegacy(stored, DJB2(legacy)) || HasCRLF(legacy) && SameLegacy(stored, DJB2(LF(legacy)))
 	}
-	return stored == Hash(current)
+	return stored == Hash(current) || HasCRLF(current) && stored == Hash(LF(current))
 }
+
+// HasCRLF reports whether b holds a CRLF line end.
+func HasCRLF(b []byte) bool { return bytes.Contains(b, crlf) }
+
+// LF returns b with its CRLF line ends made LF (b itself when it has none).
+//
+// Line ends are not content: git writes a file rendered with LF ends with
+// CRLF ends when it checks it out under core.autocrlf (Git for Windows'
+// default) or an eol=crlf attribute, and cleans them back when it commits,
+// so a branch switch turned every artifact it wrote into a person's "edit".
+// An artifact whose only difference from what was recorded is CRLF for LF
+// is unchanged; a lone CR is content.
+func LF(b []byte) []byte {
+	if !HasCRLF(b) {
+		return b
+	}
+	return bytes.ReplaceAll(b, crlf, []byte("\n"))
+}
+
+var crlf = []byte("\r\n")
 
 // SameLegacy reports whether the stored legacy hash is sum, a DJB2 result
 // (devflow's hashes are compared without case or surrounding space).
