@@ -86,10 +86,13 @@ type Checker struct {
 	depth  int
 	parsed map[string]Parsed // UseParsed
 
-	repo   *gitrepo.Repo  // nil outside git
-	prefix string         // root relative to the worktree top, "" or "dir/"
-	head   *object.Commit // nil outside git or before the first commit
-	tree   *object.Tree   // head's tree
+	repo *gitrepo.Repo // nil outside git
+	// unreadable is set in a repository go-git cannot read: the working
+	// tree is checked, as outside git.
+	unreadable *gitrepo.UnreadableError
+	prefix     string         // root relative to the worktree top, "" or "dir/"
+	head       *object.Commit // nil outside git or before the first commit
+	tree       *object.Tree   // head's tree
 
 	top    string // the worktree's top directory
 	gitDir string // the repository's git directory (for info/exclude)
@@ -215,6 +218,12 @@ func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*
 		if indexMode {
 			return nil, fmt.Errorf("staleness: %s: %w (the staged check needs the index)", abs, ErrNotGit)
 		}
+		return c, nil
+	}
+	if unreadable, ok := errors.AsType[*gitrepo.UnreadableError](err); ok && !indexMode {
+		// A repository go-git cannot read (SHA-256 objects, reftable):
+		// checked against the working tree, as outside git, and said so.
+		c.unreadable = unreadable
 		return c, nil
 	}
 	if err != nil {
@@ -353,8 +362,14 @@ func readIndex(repo *gitrepo.Repo) (*index.Index, error) {
 	return idx, nil
 }
 
-// Source names the tree being checked: "index", "HEAD" or "working tree".
-func (c *Checker) Source() string { return c.source }
+// Source names the tree being checked: "index", "HEAD" or "working tree"
+// (with why, in a repository go-git cannot read).
+func (c *Checker) Source() string {
+	if c.unreadable != nil {
+		return c.source + " (" + c.unreadable.Error() + ")"
+	}
+	return c.source
+}
 
 // Err returns the first error met while checking (an unreadable object, a
 // failed history walk). Such errors never turn into findings: the reference
