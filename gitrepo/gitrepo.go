@@ -96,8 +96,10 @@ type Repo struct {
 	Storer *filesystem.Storage
 	// Top is the work tree's top directory; GitDir the work tree's own
 	// git directory (`.git`, or `.git/worktrees/NAME` for a linked
-	// worktree).
-	Top, GitDir string
+	// worktree: its HEAD and index); CommonDir the directory it shares
+	// with the repository's other worktrees (objects, references,
+	// `info/exclude`), GitDir itself for the main worktree.
+	Top, GitDir, CommonDir string
 }
 
 // Options tune Open.
@@ -169,7 +171,11 @@ func Open(dir string, o Options) (*Repo, error) {
 	if reason := unreadable(version, exts); reason != "" {
 		return nil, &UnreadableError{GitDir: gitDir, Reason: reason}
 	}
-	return &Repo{Storer: s, Top: top, GitDir: gitDir}, nil
+	r := &Repo{Storer: s, Top: top, GitDir: gitDir, CommonDir: gitDir}
+	if common != "" {
+		r.CommonDir = common
+	}
+	return r, nil
 }
 
 // GitDir returns the git directory of the work tree holding dir (its

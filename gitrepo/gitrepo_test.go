@@ -91,8 +91,8 @@ func TestOpenFindsTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Top != dir || r.GitDir != filepath.Join(dir, ".git") {
-		t.Fatalf("top %s gitdir %s", r.Top, r.GitDir)
+	if r.Top != dir || r.GitDir != filepath.Join(dir, ".git") || r.CommonDir != r.GitDir {
+		t.Fatalf("top %s gitdir %s common %s", r.Top, r.GitDir, r.CommonDir)
 	}
 	head(t, r, dir)
 
@@ -137,8 +137,8 @@ func TestOpenLinkedWorktree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Top != wt || real(t, r.GitDir) != real(t, filepath.Join(dir, ".git", "worktrees", "wt")) {
-		t.Fatalf("top %s gitdir %s", r.Top, r.GitDir)
+	if r.Top != wt || real(t, r.GitDir) != real(t, filepath.Join(dir, ".git", "worktrees", "wt")) || real(t, r.CommonDir) != real(t, filepath.Join(dir, ".git")) {
+		t.Fatalf("top %s gitdir %s common %s", r.Top, r.GitDir, r.CommonDir)
 	}
 	ref, err := r.Head()
 	if err != nil || ref.Hash().String() != git(t, wt, "rev-parse", "HEAD") {

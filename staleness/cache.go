@@ -284,6 +284,9 @@ func (c *Checker) loadCache() {
 	dirs := []string{c.root}
 	if c.repo != nil {
 		dirs = append(dirs, c.gitDir)
+		if c.commonDir != c.gitDir {
+			dirs = append(dirs, c.commonDir)
+		}
 	}
 	if c.cache.local = localIdentity(dirs...); c.cache.local == "" {
 		return

@@ -95,8 +95,11 @@ type Checker struct {
 	tree       *object.Tree   // head's tree
 
 	top    string // the worktree's top directory
-	gitDir string // the repository's git directory (for info/exclude)
-	ignore []string
+	gitDir string // the worktree's git directory (its index)
+	// commonDir is the git directory shared by the repository's
+	// worktrees, where git reads info/exclude.
+	commonDir string
+	ignore    []string
 
 	index    map[string]*index.Entry // index modes: repo path → entry
 	idxCache *index.Tree             // index modes: the index's cached trees
@@ -234,7 +237,7 @@ func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*
 	}
 	c.repo = repo
 	c.top = repo.Top
-	c.gitDir = repo.GitDir
+	c.gitDir, c.commonDir = repo.GitDir, repo.CommonDir
 
 	ref, err := repo.Head()
 	switch {

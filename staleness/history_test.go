@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +141,25 @@ func TestGitignoredRefs(t *testing.T) {
 	r.git("rm", "-q", "forced/api.gen.ts")
 	if got := check(t, open(t, r.dir, PreCommit), "forced/api.gen.ts api.gen.ts"); got != "forced/api.gen.ts missing; api.gen.ts missing" {
 		t.Errorf("pre-commit: %s", got)
+	}
+}
+
+// In a linked worktree git reads info/exclude from the common git
+// directory (the worktree's own has none that counts): a path it
+// excludes is not a reference there either.
+func TestGitignoredRefsInLinkedWorktree(t *testing.T) {
+	r := newRepo(t)
+	r.write("web/app.ts", "x\n")
+	r.write(".git/info/exclude", "local.json\n")
+	r.commit("init")
+	wt := filepath.Join(t.TempDir(), "wt")
+	r.git("worktree", "add", "-q", wt, "-b", "side")
+	res := open(t, wt, Auto).Explain(ExtractText("local.json web/app.ts", Options{}))
+	var got []string
+	for _, x := range res {
+		got = append(got, x.Ref+" "+x.Reason+x.How)
+	}
+	if s, want := strings.Join(got, "; "), "local.json gitignored; web/app.ts path"; s != want {
+		t.Errorf("got  %s\nwant %s", s, want)
 	}
 }

@@ -343,7 +343,7 @@ func (c *Checker) gitignored(p string) bool {
 	var pats []gitignore.Pattern
 	if c.excludes == nil {
 		c.excludes = map[string][]gitignore.Pattern{}
-		c.excludes["\x00info"] = c.readIgnore(filepath.Join(c.gitDir, "info", "exclude"), nil)
+		c.excludes["\x00info"] = c.readIgnore(filepath.Join(c.commonDir, "info", "exclude"), nil)
 	}
 	pats = append(pats, c.excludes["\x00info"]...)
 	for i := 0; i < len(parts); i++ {
