@@ -378,3 +378,28 @@ func TestGitDirIsGits(t *testing.T) {
 		t.Fatalf("outside git: %v", err)
 	}
 }
+
+// A submodule's .git is a file naming ../.git/modules/NAME, relative to
+// the submodule: it opens as the submodule's own repository.
+func TestOpenSubmodule(t *testing.T) {
+	sub := repo(t)
+	super := repo(t)
+	git(t, super, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "mod")
+	git(t, super, "commit", "-qm", "add mod")
+	mod := filepath.Join(super, "mod")
+	b, err := os.ReadFile(filepath.Join(mod, ".git"))
+	if err != nil || !strings.HasPrefix(string(b), "gitdir: ../.git/modules/") {
+		t.Fatalf("the submodule's .git: %q %v", b, err)
+	}
+	r, err := Open(filepath.Join(mod, "sub"), Options{Up: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Top != mod || real(t, r.GitDir) != real(t, filepath.Join(super, ".git", "modules", "mod")) {
+		t.Fatalf("top %s gitdir %s", r.Top, r.GitDir)
+	}
+	head(t, r, mod)
+	if d, err := GitDir(mod); err != nil || real(t, d) != real(t, git(t, mod, "rev-parse", "--path-format=absolute", "--git-dir")) {
+		t.Fatalf("GitDir %s %v", d, err)
+	}
+}
