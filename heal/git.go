@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/learnwatch/learnwatch/gitrepo"
@@ -56,13 +55,9 @@ type gitView struct {
 	sparse   bool
 	skipped  map[string]bool
 	indexErr error
-	// unreadable is set for a repository go-git cannot read (gitrepo's
-	// UnreadableError): no question is asked of it, and no missing
-	// artifact is called deleted — git may have taken it away.
-	unreadable error
-	trees      map[plumbing.Hash]*object.Tree // decoded subtrees (find)
-	anchors    map[plumbing.Hash]map[string]bool
-	versions   map[version]bool
+	trees    map[plumbing.Hash]*object.Tree // decoded subtrees (find)
+	anchors  map[plumbing.Hash]map[string]bool
+	versions map[version]bool
 
 	histRead bool
 	hist     []*object.Tree
@@ -72,23 +67,23 @@ type gitView struct {
 
 // openGit returns the view of the repository holding root, nil outside git
 // (or when it cannot be found or opened: reconcile then behaves as outside
-// git). A repository whose format go-git cannot read gets a view that
-// only says so (gitView.unreadable).
-func openGit(root string) *gitView {
+// git). For a repository whose format go-git cannot read it returns no
+// view and why: nothing can be asked of it.
+func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	repo, err := gitrepo.Open(abs, gitrepo.Options{Up: true})
 	if unreadable, ok := errors.AsType[*gitrepo.UnreadableError](err); ok {
-		return &gitView{unreadable: unreadable}
+		return nil, unreadable
 	}
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	prefix, ok := prefixOf(repo.Top, abs)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	g := &gitView{repo: repo, prefix: prefix, top: repo.Top, sparse: repo.Sparse(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
 	if ref, err := repo.Head(); err == nil {
@@ -98,7 +93,7 @@ func openGit(root string) *gitView {
 			}
 		}
 	}
-	return g
+	return g, nil
 }
 
 // prefixOf returns root relative to the worktree top as "dir/"; ok is false
@@ -124,8 +119,8 @@ func prefixOf(top, root string) (string, bool) {
 // Tracked reports whether git's index holds the file at path (absolute):
 // false outside git.
 func Tracked(root, path string) bool {
-	g := openGit(root)
-	if g == nil || g.unreadable != nil {
+	g, _ := openGit(root)
+	if g == nil {
 		return false
 	}
 	abs, err := filepath.Abs(path)
@@ -146,7 +141,7 @@ func Tracked(root, path string) bool {
 func (g *gitView) inIndex(path string) (plumbing.Hash, bool) {
 	if g.index == nil {
 		g.index, g.skipped = map[string]plumbing.Hash{}, map[string]bool{}
-		idx, err := g.indexOf()
+		idx, err := g.repo.Index()
 		if err != nil {
 			g.indexErr = err
 		} else {
@@ -160,14 +155,6 @@ func (g *gitView) inIndex(path string) (plumbing.Hash, bool) {
 	}
 	h, ok := g.index[path]
 	return h, ok
-}
-
-// indexOf decodes the index of the view's repository.
-func (g *gitView) indexOf() (*index.Index, error) {
-	if g.repo == nil {
-		return nil, g.unreadable
-	}
-	return g.repo.Index()
 }
 
 // leftOut reports whether a sparse checkout keeps path (relative to the
@@ -202,9 +189,6 @@ func (g *gitView) headHash() string {
 func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 	if g == nil {
 		return true
-	}
-	if g.unreadable != nil {
-		return false
 	}
 	if g.leftOut(g.prefix + rel) {
 		return false
@@ -447,7 +431,7 @@ func (g *gitView) history(since time.Time) []*object.Tree {
 // branchTips returns the trees of the local and remote branch tips and of
 // the stash (with its index and untracked-files parents), HEAD's excluded.
 func (g *gitView) branchTips() []*object.Tree {
-	if g.tipsRead || g.repo == nil {
+	if g.tipsRead {
 		return g.tips
 	}
 	g.tipsRead = true

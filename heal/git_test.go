@@ -131,7 +131,7 @@ func TestCheckedOut(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t, dir)
 			}
-			g := openGit(dir)
+			g, _ := openGit(dir)
 			if g == nil {
 				t.Fatal("not a git repository")
 			}
@@ -223,7 +223,8 @@ func TestDeletedOrAbsent(t *testing.T) {
 			gitIn(t, dir, "add", "-A")
 			gitIn(t, dir, "commit", "-q", "-m", "rendered")
 			c.setup(t, dir)
-			if got := openGit(dir).deleted(c.rel, "", since); got != c.want {
+			g, _ := openGit(dir)
+			if got := g.deleted(c.rel, "", since); got != c.want {
 				t.Fatalf("deleted = %v, want %v", got, c.want)
 			}
 		})
@@ -242,7 +243,7 @@ func TestFindIsFindEntry(t *testing.T) {
 	}
 	gitIn(t, dir, "add", "-A")
 	gitIn(t, dir, "commit", "-q", "-m", "files")
-	g := openGit(dir)
+	g, _ := openGit(dir)
 	if g == nil || g.headTree == nil {
 		t.Fatal("no HEAD tree")
 	}

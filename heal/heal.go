@@ -777,10 +777,10 @@ func (st *State) askGit() {
 	if len(asks) == 0 && len(back) == 0 {
 		return
 	}
-	g := openGit(st.Root)
+	g, unreadable := openGit(st.Root)
 	st.GitAsked = true
-	if g != nil && g.unreadable != nil && len(asks) > 0 {
-		st.GitUnreadable = g.unreadable.Error()
+	if unreadable != nil && len(asks) > 0 {
+		st.GitUnreadable = unreadable.Error()
 	}
 	st.Head = g.headHash()
 	// The oldest render first: it sets how far back history is read.
@@ -791,7 +791,9 @@ func (st *State) askGit() {
 			if g.checkedOut(it.rel, it.anchor, it.obsID, it.recorded, it.current, it.since) {
 				st.CheckedOut[it.key] = true
 			}
-		case !g.deleted(it.rel, it.anchor, it.since):
+		case unreadable != nil, !g.deleted(it.rel, it.anchor, it.since):
+			// In a repository go-git cannot read, git may have taken any
+			// of them away: none is called deleted.
 			st.Absent[it.key] = true
 		}
 	}
