@@ -859,9 +859,9 @@ func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte)
 		s = &fileSums{}
 		st.sums[key] = s
 	}
-	// The hashes of the bytes first; then, for content with CRLF line
-	// ends, of the same content with LF ends (manifest.LF: git's checkout
-	// under core.autocrlf, not an edit).
+	// manifest.Unchanged with the hashes of the bytes kept; content
+	// with CRLF line ends that did not match is compared once more with
+	// LF ends (git's checkout under core.autocrlf, not an edit).
 	if manifest.IsLegacyHash(e.ContentHash) {
 		if s.djb2 == "" {
 			s.djb2 = manifest.DJB2(legacy)
@@ -869,26 +869,19 @@ func (st *State) unchanged(rel string, e manifest.Entry, current, legacy []byte)
 		if manifest.SameLegacy(e.ContentHash, s.djb2) {
 			return true
 		}
-		if s.lfDJB2 == "" && manifest.HasCRLF(legacy) {
-			s.lfDJB2 = manifest.DJB2(manifest.LF(legacy))
+	} else {
+		if s.sha == "" {
+			s.sha = manifest.Hash(current)
 		}
-		return s.lfDJB2 != "" && manifest.SameLegacy(e.ContentHash, s.lfDJB2)
+		if s.sha == e.ContentHash {
+			return true
+		}
 	}
-	if s.sha == "" {
-		s.sha = manifest.Hash(current)
-	}
-	if s.sha == e.ContentHash {
-		return true
-	}
-	if s.lfSHA == "" && manifest.HasCRLF(current) {
-		s.lfSHA = manifest.Hash(manifest.LF(current))
-	}
-	return s.lfSHA != "" && s.lfSHA == e.ContentHash
+	return manifest.SameButLineEnds(e.ContentHash, current, legacy)
 }
 
-// fileSums are a file's hashes, each computed when first needed: of its
-// bytes, and of them with CRLF line ends made LF when it has some.
-type fileSums struct{ sha, djb2, lfSHA, lfDJB2 string }
+// fileSums are a file's hashes, each computed when first needed.
+type fileSums struct{ sha, djb2 string }
 
 // noteSums notes the hashes e the read of rel computed (statcache.EntryOf:
 // the djb2 only for a legacy entry).

@@ -46,9 +46,20 @@ func IsLegacyHash(stored string) bool { return !strings.HasPrefix(stored, "sha25
 // the hash of the same content with LF ends (LF).
 func Unchanged(stored string, current, legacy []byte) bool {
 	if IsLegacyHash(stored) {
-		return SameLegacy(stored, DJB2(legacy)) || HasCRLF(legacy) && SameLegacy(stored, DJB2(LF(legacy)))
+		return SameLegacy(stored, DJB2(legacy)) || SameButLineEnds(stored, current, legacy)
 	}
-	return stored == Hash(current) || HasCRLF(current) && stored == Hash(LF(current))
+	return stored == Hash(current) || SameButLineEnds(stored, current, legacy)
+}
+
+// SameButLineEnds reports whether content with CRLF line ends matches
+// stored once its ends are made LF (LF), with the algorithm stored was
+// written with: the half of Unchanged for content whose bytes did not
+// match.
+func SameButLineEnds(stored string, current, legacy []byte) bool {
+	if IsLegacyHash(stored) {
+		return HasCRLF(legacy) && SameLegacy(stored, DJB2(LF(legacy)))
+	}
+	return HasCRLF(current) && stored == Hash(LF(current))
 }
 
 // HasCRLF reports whether b holds a CRLF line end.
