@@ -117,15 +117,7 @@ const gitFileLimit = 64 << 10
 
 // Open finds and opens the repository holding dir.
 func Open(dir string, o Options) (*Repo, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	top, dot, err := find(abs, o.Up)
-	if err != nil {
-		return nil, err
-	}
-	gitDir, err := resolveDotGit(top, dot)
+	top, gitDir, err := locate(dir, o.Up)
 	if err != nil {
 		return nil, err
 	}
@@ -185,15 +177,7 @@ func Open(dir string, o Options) (*Repo, error) {
 // `git rev-parse --git-dir` answers there without GIT_DIR, found with a
 // few stats and no git process; ErrNotExist outside git.
 func GitDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	top, dot, err := find(abs, true)
-	if err != nil {
-		return "", err
-	}
-	gitDir, err := resolveDotGit(top, dot)
+	_, gitDir, err := locate(dir, true)
 	if err != nil {
 		return "", err
 	}
@@ -239,6 +223,21 @@ func unreadable(version string, extensions []Extension) string {
 	}
 	slices.Sort(refused)
 	return strings.Join(slices.Compact(refused), ", ") + ": go-git cannot read such a repository"
+}
+
+// locate returns the work tree's top holding dir (dir itself, or with up
+// its nearest parent with a `.git`) and the git directory its `.git` names.
+func locate(dir string, up bool) (top, gitDir string, err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	top, dot, err := find(abs, up)
+	if err != nil {
+		return "", "", err
+	}
+	gitDir, err = resolveDotGit(top, dot)
+	return top, gitDir, err
 }
 
 // find returns the directory holding `.git` (dir, or with up its nearest

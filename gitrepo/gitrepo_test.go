@@ -45,6 +45,25 @@ func repo(t *testing.T, args ...string) string {
 	return dir
 }
 
+// linkedWorktree adds a linked worktree of dir on a new branch feat.
+func linkedWorktree(t *testing.T, dir string) string {
+	t.Helper()
+	git(t, dir, "branch", "feat")
+	wt := filepath.Join(t.TempDir(), "wt")
+	git(t, dir, "worktree", "add", "-q", wt, "feat")
+	return wt
+}
+
+// configure sets each "key=value" in dir's repository configuration
+// (written to the file: git may refuse to run in what it makes).
+func configure(t *testing.T, dir string, kvs ...string) {
+	t.Helper()
+	for _, kv := range kvs {
+		k, v, _ := strings.Cut(kv, "=")
+		git(t, dir, "config", "--file", filepath.Join(dir, ".git", "config"), k, v)
+	}
+}
+
 // head checks that r's HEAD is the commit git names and that its tree and
 // index can be read.
 func head(t *testing.T, r *Repo, dir string) {
@@ -124,9 +143,7 @@ func TestOpenFindsTheRepository(t *testing.T) {
 // objects and branches the repository's.
 func TestOpenLinkedWorktree(t *testing.T) {
 	dir := repo(t)
-	git(t, dir, "branch", "feat")
-	wt := filepath.Join(t.TempDir(), "wt")
-	git(t, dir, "worktree", "add", "-q", wt, "feat")
+	wt := linkedWorktree(t, dir)
 	if err := os.WriteFile(filepath.Join(wt, "c.txt"), []byte("c\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +196,7 @@ func TestOpenReadsOrdinaryExtensions(t *testing.T) {
 		{"core.repositoryformatversion=0", "extensions.someFutureThing=x"}, // git ignores it in format 0
 	} {
 		dir := repo(t)
-		for _, kv := range cfg {
-			k, v, _ := strings.Cut(kv, "=")
-			git(t, dir, "config", k, v)
-		}
+		configure(t, dir, cfg[:]...)
 		git(t, dir, "status", "--short") // git reads it too
 		r, err := Open(dir, Options{})
 		if err != nil {
@@ -216,10 +230,7 @@ func TestOpenRefusesWhatGoGitCannotRead(t *testing.T) {
 		{"core.repositoryformatversion=0", "extensions.relativeWorktrees=on"}: "extensions.relativeworktrees in a format-0",
 	} {
 		dir := repo(t)
-		for _, kv := range cfg {
-			k, v, _ := strings.Cut(kv, "=")
-			git(t, dir, "config", "--file", filepath.Join(dir, ".git", "config"), k, v)
-		}
+		configure(t, dir, cfg[:]...)
 		_, err := Open(dir, Options{})
 		var u *UnreadableError
 		if !errors.As(err, &u) || !strings.Contains(err.Error(), want) {
@@ -362,9 +373,7 @@ func TestOpenHostileDotGit(t *testing.T) {
 // outside git.
 func TestGitDirIsGits(t *testing.T) {
 	dir := repo(t)
-	git(t, dir, "branch", "feat")
-	wt := filepath.Join(t.TempDir(), "wt")
-	git(t, dir, "worktree", "add", "-q", wt, "feat")
+	wt := linkedWorktree(t, dir)
 	for _, d := range []string{dir, filepath.Join(dir, "sub"), wt, filepath.Join(wt, "sub")} {
 		got, err := GitDir(d)
 		if err != nil {
