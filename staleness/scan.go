@@ -399,9 +399,9 @@ type Marked struct {
 // writes the log, or puts them back with SetMarks). An observation with a
 // finding gets mayBeStale, staleReason "code-ref-missing:<first stale
 // ref>" and needsReview. An observation without one whose staleReason came
-// from this check (code-ref-missing:) has mayBeStale and staleReason
-// cleared — its references are fine again — while needsReview stays for a
-// human to clear. Deprecated observations are left alone, and so are
+// from this check (code-ref-missing:) has all three cleared — its
+// references are fine again, and the review flag the mark set goes with
+// it (docs/staleness.md). Deprecated observations are left alone, and so are
 // stale reasons other tools set. findings must come from a Scan of the
 // same log: an observation it did not check counts as fine. No line is
 // decoded but those holding a person's resolution (lifecycle.Resolved),
