@@ -20,7 +20,6 @@ package gitrepo
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +34,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // ErrNotExist is returned when no git repository holds the directory.
@@ -330,28 +331,9 @@ func commonDir(gitDir string) (string, error) {
 
 // readSmall reads a regular file of at most gitFileLimit bytes (a cloned
 // repository is untrusted: its .git may be a FIFO that would block the
-// read, or a device).
+// read, or a device). Like git, it follows a symlink.
 func readSmall(name string) ([]byte, error) {
-	fi, err := os.Stat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", name)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, gitFileLimit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
-	}
-	if len(b) > gitFileLimit {
-		return nil, fmt.Errorf("%s is over %d bytes", name, gitFileLimit)
-	}
-	return b, nil
+	return safefs.ReadFollowing(name, gitFileLimit)
 }
 
 // Head is HEAD resolved to its commit's reference.

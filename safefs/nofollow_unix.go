@@ -12,6 +12,9 @@ import (
 // block on a FIFO.
 const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 
+// nonBlock makes an open that may follow a symlink never block on a FIFO.
+const nonBlock = syscall.O_NONBLOCK
+
 // ownedByMe reports whether fi belongs to the current user.
 func ownedByMe(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)

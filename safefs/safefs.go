@@ -183,6 +183,24 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return readCapped(f, path, max)
 }
 
+// ReadFollowing reads path whole, like ReadFile, for a file outside the
+// memory directory that may be reached through a symlink as git reaches it
+// (a symlinked .git file, a merge driver's temporary files): the open does
+// not block on a FIFO, the file must be regular once open, and it is
+// refused over max bytes.
+func ReadFollowing(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := checkOpen(f, path); err != nil {
+		return nil, err
+	}
+	return readCapped(f, path, max)
+}
+
+// readCapped reads the open file f whole, refusing it over max bytes.
 func readCapped(f *os.File, path string, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {

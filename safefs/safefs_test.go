@@ -241,3 +241,61 @@ func TestOpenAppendCreates(t *testing.T) {
 		t.Fatalf("got %q", b)
 	}
 }
+
+// ReadFollowing follows a symlink to a regular file (git reads a symlinked
+// .git file) and refuses, without blocking, what is not a regular file once
+// open: a FIFO, a device, a directory, or a link to one; it refuses a file
+// over the cap and reports a missing one (a dangling link) as missing.
+func TestReadFollowing(t *testing.T) {
+	for _, tc := range []struct {
+		kind    string
+		want    string // the bytes read; "" when refused or missing
+		missing bool
+	}{
+		{kind: "file", want: "{}\n"},
+		{kind: "symlink", want: secret},
+		{kind: "dangling", missing: true},
+		{kind: "devzero"},
+		{kind: "fifo"},
+		{kind: "dir"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			_, name, _ := plant(t, tc.kind)
+			type result struct {
+				b   []byte
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { b, err := ReadFollowing(name, MaxConfig); done <- result{b, err} }()
+			var r result
+			select {
+			case r = <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("ReadFollowing on a %s did not return", tc.kind)
+			}
+			switch {
+			case tc.missing:
+				if !errors.Is(r.err, fs.ErrNotExist) {
+					t.Fatalf("got %q, %v; want ErrNotExist", r.b, r.err)
+				}
+			case tc.want != "":
+				if r.err != nil || string(r.b) != tc.want {
+					t.Fatalf("got %q, %v; want %q", r.b, r.err, tc.want)
+				}
+			default:
+				if !IsRefused(r.err) || !bytes.Contains([]byte(r.err.Error()), []byte(name)) {
+					t.Fatalf("got %q, %v; want a refusal naming %s", r.b, r.err, name)
+				}
+			}
+		})
+	}
+	mem, _, _ := plant(t, "file")
+	p := filepath.Join(mem, "big")
+	os.WriteFile(p, bytes.Repeat([]byte("a"), 100), 0o644)
+	if b, err := ReadFollowing(p, 100); err != nil || len(b) != 100 {
+		t.Fatalf("at the cap: %d bytes, %v", len(b), err)
+	}
+	if _, err := ReadFollowing(p, 99); !IsRefused(err) {
+		t.Fatalf("over the cap: %v, want a refusal", err)
+	}
+}

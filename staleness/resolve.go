@@ -3,7 +3,6 @@ package staleness
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // How a reference resolved (Resolution.How).
@@ -604,35 +604,15 @@ func (c *Checker) indexCount(dir string) int {
 }
 
 // readBounded reads a regular file below root that does not resolve
-// outside it, at most limit bytes; too large a file is an error.
+// outside it, at most limit bytes (safefs.ReadFile: a symlink, FIFO or
+// larger file is refused).
 func readBounded(root, rel string, limit int64) ([]byte, error) {
 	abs, _, err := manifest.Resolve(root, rel)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Lstat(abs)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: abs, Err: fs.ErrInvalid}
-	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: abs, Err: errTooLarge}
-	}
-	return b, nil
+	return safefs.ReadFile(abs, limit)
 }
-
-var errTooLarge = errors.New("file too large")
 
 // TreePaths returns the root-relative paths of the files of the checked
 // tree whose names end in ext (case-insensitive; "" for all), sorted. In

@@ -12,6 +12,7 @@ import (
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/merge"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // newPostRewriteHook is `learnwatch hook post-rewrite`: a reconcile hook
@@ -97,20 +98,14 @@ func firstNonEmpty(s ...string) string {
 // readBounded reads one version git hands the driver (a missing file is an
 // empty version).
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := safefs.ReadFollowing(path, maxMergeInput)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case safefs.IsRefused(err):
+		return nil, exitcode.Bad("merge-driver: %v", err)
+	case err != nil:
 		return nil, fmt.Errorf("merge-driver: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMergeInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("merge-driver: read %s: %w", path, err)
-	}
-	if len(b) > maxMergeInput {
-		return nil, exitcode.Bad("merge-driver: %s is larger than %d bytes", path, maxMergeInput)
 	}
 	return b, nil
 }
