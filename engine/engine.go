@@ -303,10 +303,13 @@ func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again b
 			Now: now, LockTimeout: e.cfg.Lock.Timeout.Duration,
 			Staleness: &e.cfg.Staleness, Warm: &e.warm,
 		})
-		if ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
 			// Called off (an event came): the scan stopped before it
-			// marked anything; the next Settle runs it again.
-			return Report{}, true, nil
+			// marked anything; the next Settle runs it again (what the
+			// lock's inbox drain wrote is the watcher's own write). A
+			// pass that finished stands, though an event came after it.
+			rep.Wrote = res.Wrote
+			return rep, true, nil
 		}
 		rep.Result = res
 		if res.StaleCacheErr != nil {

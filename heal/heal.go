@@ -1642,6 +1642,15 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 		return res, nil
 	}
 	markStale(ctx, root, p, opts, nil, st.Log, &res)
+	if ctx.Err() != nil && !st.Log.Changed() {
+		// Called off: the scan stopped before it marked anything (or it
+		// had nothing to mark). The state is as it was; the caller runs
+		// the pass again. Marks made before the call came are written.
+		if lent {
+			opts.Warm.capture(st, p, prev)
+		}
+		return res, fmt.Errorf("staleness pass called off: %w", context.Cause(ctx))
+	}
 	if st.Log.Changed() {
 		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
 			return res, err

@@ -279,49 +279,63 @@ func isLimit(err error) bool {
 
 // onEvent decides whether an fsnotify event belongs to the current burst.
 func (w *watcher) onEvent(ev fsnotify.Event) {
-	name := filepath.Clean(ev.Name)
-	if ignoredName(filepath.Base(name)) {
+	if !w.matters(ev) {
 		return
 	}
+	name := filepath.Clean(ev.Name)
 	if w.targets.dirs[name] {
 		// A watched directory (or one on the way to it) appeared,
 		// disappeared or moved: re-arm at once so files created in a new
 		// directory are seen, and reconcile.
-		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-			w.rearmUnder(name)
-			if w.changed == nil {
-				w.changed = map[string]bool{}
-			}
-			w.changed[name] = true // re-resolve the paths below it before reconciling
-			w.markPending("dir "+ev.Op.String()+" "+w.rel(name), false)
+		w.rearmUnder(name)
+		if w.changed == nil {
+			w.changed = map[string]bool{}
 		}
+		w.changed[name] = true // re-resolve the paths below it before reconciling
+		w.markPending("dir "+ev.Op.String()+" "+w.rel(name), false)
 		return
 	}
 	if inbox.IsItem(w.root, name) {
 		// A writer queued its input (an item appears by rename): drain it.
-		// The drain's own removals call for nothing.
-		if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) && fileExists(name) {
-			w.markPending("inbox "+filepath.Base(name), false)
-		}
+		w.markPending("inbox "+filepath.Base(name), false)
 		return
 	}
-	if !w.targets.files[name] {
-		return
-	}
-	if ev.Op == fsnotify.Chmod {
-		return // attributes only: the content reconcile compares is unchanged
-	}
-	if fp, ok := w.own[name]; ok {
-		if cur, err := stat(name); err == nil && cur == fp {
-			return // our own write
-		}
-		delete(w.own, name)
-	}
+	delete(w.own, name) // not our own write (matters compared it)
 	if w.touched == nil {
 		w.touched = map[string]bool{}
 	}
 	w.touched[w.rel(name)] = true
 	w.markPending(ev.Op.String()+" "+w.rel(name), false)
+}
+
+// matters reports whether onEvent acts on ev: a watched directory that
+// appeared, went or moved; an inbox item queued; a change to an input of
+// reconcile that is not reconcile's own write. Everything else in a watched
+// directory is not: the lock and owner files every pass creates and
+// removes, the watcher's state file, temporary files, a drain's removals,
+// attribute changes. It changes nothing (Settle's cancelOnEvent asks it on
+// another goroutine while the loop waits).
+func (w *watcher) matters(ev fsnotify.Event) bool {
+	name := filepath.Clean(ev.Name)
+	switch {
+	case ignoredName(filepath.Base(name)):
+		return false
+	case w.targets.dirs[name]:
+		return ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
+	case inbox.IsItem(w.root, name):
+		// An item appears by rename; the drain's own removals call for
+		// nothing.
+		return ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) && fileExists(name)
+	case !w.targets.files[name], ev.Op == fsnotify.Chmod:
+		// Attributes only: the content reconcile compares is unchanged.
+		return false
+	}
+	if fp, ok := w.own[name]; ok {
+		if cur, err := stat(name); err == nil && cur == fp {
+			return false // our own write
+		}
+	}
+	return true
 }
 
 func fileExists(p string) bool {

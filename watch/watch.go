@@ -145,10 +145,11 @@ type watcher struct {
 	gitDir string
 
 	// test hooks
-	reconcile reconcileFunc
-	add       func(path string) error
-	newFS     func() (*fsnotify.Watcher, error)
-	afterFire func() // after a reconcile's results and state are written
+	reconcile   reconcileFunc
+	add         func(path string) error
+	newFS       func() (*fsnotify.Watcher, error)
+	afterFire   func() // after a reconcile's results and state are written
+	afterSettle func() // after each call of the engine's Settle
 }
 
 func newWatcher(root string, opts Options) *watcher {
@@ -525,14 +526,21 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 		}
 		return
 	}
-	// An event that arrives meanwhile calls Settle off: its pass comes
-	// first (Settle runs again after it).
+	// An event that matters, arriving meanwhile, calls Settle off: its
+	// pass comes first (Settle runs again after it). The events read
+	// meanwhile are handled once Settle's own writes are known.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := w.cancelOnEvent(cancel)
 	rep, later, err := w.eng.Settle(sctx, time.Now())
-	stop()
+	held := stop()
 	cancel()
+	if w.afterSettle != nil {
+		w.afterSettle()
+	}
 	w.recordOwn(rep.Wrote)
+	for _, ev := range held {
+		w.onEvent(ev)
+	}
 	for _, warn := range rep.Warnings {
 		w.log.Warn("reconcile warning", "warning", warn)
 	}
@@ -558,30 +566,48 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 // event can then be seen (len) while the loop is busy in Settle.
 func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64) }
 
-// cancelOnEvent calls cancel once an fsnotify event or error waits to be
-// read (the loop is busy in Settle), and returns a function that stops
-// looking.
-func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func()) {
+// cancelOnEvent reads the fsnotify events while the loop is busy in
+// Settle and calls cancel once one of them matters (watcher.matters), or
+// once an error waits to be read. Settle's own lock files and writes do not
+// call it off: they did, and in every repository Settle was called off by
+// the lock it takes and began again every 400 ms, for ever (the watcher
+// never idle, its staleness pass never done). stop stops reading and
+// returns the events read, for the loop to handle in order.
+func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func() []fsnotify.Event) {
 	if w.fsw == nil {
-		return func() {}
+		return func() []fsnotify.Event { return nil }
 	}
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
+	var held []fsnotify.Event
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
-				if len(w.fsw.Events) > 0 || len(w.fsw.Errors) > 0 || len(w.inject) > 0 {
-					cancel()
+			case ev, ok := <-w.fsw.Events:
+				if !ok {
+					cancel() // closed: the loop sees it next
 					return
+				}
+				held = append(held, ev)
+				if w.matters(ev) {
+					cancel()
+				}
+			case <-t.C:
+				if len(w.fsw.Errors) > 0 || len(w.inject) > 0 {
+					cancel()
 				}
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() []fsnotify.Event {
+		close(done)
+		<-exited
+		return held
+	}
 }
 
 // confirmed lists the missing artifacts whose grace window is over at now:

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -738,28 +740,82 @@ func TestStalePIDNotBelieved(t *testing.T) {
 	}
 }
 
-// The idle work after a pass gives way to an event: cancelOnEvent calls
-// its cancel once an event waits in the (buffered) channel, and not
-// before.
+// The idle work after a pass gives way to an event that matters, and to
+// nothing else: cancelOnEvent reads the events meanwhile, calls its cancel
+// for a change to a watched file and not for the learning lock's files
+// (every pass, Settle's own included, creates and removes them), and hands
+// every event it read back in order.
 func TestSettleGivesWayToAnEvent(t *testing.T) {
 	fsw, err := newFS()
 	if err != nil {
 		t.Skip("no inotify:", err)
 	}
 	defer fsw.Close()
-	w := &watcher{fsw: fsw, inject: make(chan error, 1)}
+	root := t.TempDir()
+	p := manifest.PathsFor(root)
+	w := newWatcher(root, Options{})
+	w.fsw = fsw
+	w.targets = targets{valid: true, dirs: map[string]bool{}, files: map[string]bool{p.Log: true}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := w.cancelOnEvent(cancel)
-	defer stop()
 	time.Sleep(30 * time.Millisecond)
 	if ctx.Err() != nil {
 		t.Fatal("cancelled without an event")
 	}
-	fsw.Events <- fsnotify.Event{Name: "x", Op: fsnotify.Write}
+	lockEvents := []fsnotify.Event{
+		{Name: p.LearningLock, Op: fsnotify.Create},
+		{Name: p.LearningLock + ".owner", Op: fsnotify.Write},
+		{Name: p.LearningLock, Op: fsnotify.Remove},
+	}
+	for _, ev := range lockEvents {
+		fsw.Events <- ev
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ctx.Err() != nil {
+		t.Fatal("the learning lock's own files called the idle work off")
+	}
+	change := fsnotify.Event{Name: p.Log, Op: fsnotify.Write}
+	fsw.Events <- change
 	select {
 	case <-ctx.Done():
 	case <-time.After(2 * time.Second):
-		t.Fatal("an event waiting did not cancel the idle work")
+		t.Fatal("a change to the log did not call the idle work off")
+	}
+	held := stop()
+	if want := append(lockEvents, change); !slices.Equal(held, want) {
+		t.Fatalf("held %v, want %v", held, want)
+	}
+}
+
+// Settle finishes in a watcher left alone: its staleness pass marks an
+// observation whose reference is gone, and the watcher then does nothing.
+// It did not: the lock the pass takes called it off, and it began again
+// every 400 ms, for ever.
+func TestSettleFinishesWhenIdle(t *testing.T) {
+	root := fixture(t, 3, 0)
+	p := manifest.PathsFor(root)
+	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"id":"obs_ref","type":"decision","pattern":"Parse in one place","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/parser/gone.go"],"details":"context: c; decision: keep parsing in src/parser/gone.go; rationale: r","quality_ok":true}`)
+	// Enough observations that the scan outlasts the lock's events.
+	for i := range 3000 {
+		fmt.Fprintf(f, `{"id":"obs_n%d","type":"pitfall","pattern":"p %d","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/m%d/a.go","docs/n%d.md"],"details":"area: src/m%d/b.go; issue: i; impact: m; resolution: see docs/r%d.md","quality_ok":true}`+"\n", i, i, i, i, i, i)
+	}
+	f.Close()
+	var settles atomic.Int64
+	r := start(t, root, Options{Debounce: debounce}, func(w *watcher) {
+		w.afterSettle = func() { settles.Add(1) }
+	})
+	r.waitFor(5*time.Second, "the staleness pass's mark", func() bool { return obs(t, root, "obs_ref").MayBeStale })
+	time.Sleep(4 * settleDelay) // Settle's last round (the stat cache, the proof)
+	n := settles.Load()
+	if q := r.quiet(20 * settleDelay); q != 0 {
+		t.Fatalf("%d reconciles while idle", q)
+	}
+	if more := settles.Load() - n; more != 0 {
+		t.Fatalf("Settle ran %d more times in 2 s with nothing changed (%d before)", more, n)
 	}
 }
