@@ -35,6 +35,8 @@ func init() {
 		"watch-obs":     cmdWatchObs,
 		"watch-check":   cmdWatchCheck,
 		"watch-exit":    cmdWatchExit,
+		"watch-marked":  cmdWatchMarked,
+		"watch-idle":    cmdWatchIdle,
 	} {
 		if _, dup := scriptCmds[name]; dup {
 			panic("scriptCmds: " + name + " registered twice")
@@ -223,6 +225,63 @@ func cmdWatchObs(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Fatalf("%s not in the log", args[0])
+}
+
+// watch-marked ID: poll the log (up to 20s) until observation ID carries
+// the staleness pass's mark (mayBeStale).
+func cmdWatchMarked(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: watch-marked ID")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(ts.MkAbs(".memory/learning-log.jsonl"))
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var o struct {
+				ID         string `json:"id"`
+				MayBeStale bool   `json:"mayBeStale"`
+			}
+			if json.Unmarshal(line, &o) == nil && o.ID == args[0] && o.MayBeStale {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("watch-marked %s: no mark after 20s", args[0])
+}
+
+// watch-idle DURATION MAX: the watcher in the pid file uses at most MAX
+// clock ticks of CPU (user and system, /proc/PID/stat) over DURATION. CPU
+// time, not wall time: a loaded machine does not add to it. Linux only.
+func cmdWatchIdle(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: watch-idle DURATION MAX")
+	}
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	most, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	b, err := os.ReadFile(ts.MkAbs(".memory/.watch.pid"))
+	ts.Check(err)
+	pid := strings.TrimSpace(string(b))
+	ticks := func() int {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			ts.Fatalf("watch-idle: %v", err)
+		}
+		// The fields after the command name (which may hold spaces):
+		// state is field 3, utime 14 and stime 15.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		u, err1 := strconv.Atoi(f[11])
+		s, err2 := strconv.Atoi(f[12])
+		ts.Check(errors.Join(err1, err2))
+		return u + s
+	}
+	before := ticks()
+	time.Sleep(d)
+	if used := ticks() - before; used > most {
+		ts.Fatalf("watch-idle: the watcher used %d ticks of CPU in %s idle, want at most %d", used, d, most)
+	}
 }
 
 // watch-check [stopped]: every line of the log, the manifest and the state
