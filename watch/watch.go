@@ -569,9 +569,10 @@ func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64)
 // cancelOnEvent reads the fsnotify events while the loop is busy in
 // Settle and calls cancel once one of them matters (watcher.matters), or
 // once an error waits to be read. Settle's own lock files and writes do not
-// call it off: they did, and in every repository Settle was called off by
-// the lock it takes and began again every 400 ms, for ever (the watcher
-// never idle, its staleness pass never done). stop stops reading and
+// call it off: they did, and once the staleness pass outlasted the events
+// of the lock it takes (a few thousand observations) Settle was called off
+// by them and began again every 400 ms, for ever (the watcher never idle,
+// its staleness pass never done). stop stops reading and
 // returns the events read, for the loop to handle in order.
 func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func() []fsnotify.Event) {
 	if w.fsw == nil {
