@@ -562,8 +562,8 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 	debug.FreeOSMemory()
 }
 
-// newFS opens the inotify watcher with a small buffer of events: a waiting
-// event can then be seen (len) while the loop is busy in Settle.
+// newFS opens the inotify watcher with a small buffer of events, so that
+// fsnotify's reader goes on while the loop or cancelOnEvent is busy.
 func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64) }
 
 // cancelOnEvent reads the fsnotify events while the loop is busy in
@@ -572,8 +572,8 @@ func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64)
 // call it off: they did, and once the staleness pass outlasted the events
 // of the lock it takes (a few thousand observations) Settle was called off
 // by them and began again every 400 ms, for ever (the watcher never idle,
-// its staleness pass never done). stop stops reading and
-// returns the events read, for the loop to handle in order.
+// its staleness pass never done). stop stops reading and returns the
+// events read, for the loop to handle in order.
 func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func() []fsnotify.Event) {
 	if w.fsw == nil {
 		return func() []fsnotify.Event { return nil }
