@@ -100,6 +100,8 @@ func BenchmarkDeletionLatency(b *testing.B) {
 	b.ReportMetric(pct(took, 0.50), "reconcile-p50-ms")
 	b.ReportMetric(pct(recorded, 0.99), "record-p99-ms")
 	b.ReportMetric(float64(procStatus("VmHWM:"))/1024, "peak-RSS-MB")
+	// Right after the last pass, before the watcher's idle work gives the
+	// garbage back (the real binary's idle figures: docs/watch.md).
 	b.ReportMetric(float64(procStatus("VmRSS:"))/1024, "idle-RSS-MB")
 	b.ReportMetric(float64(r.w.state.Watches), "watches")
 	b.ReportMetric(writeFloor(b, root), "write-floor-ms")

@@ -105,7 +105,7 @@ func watchRow(artifacts, deletions int) {
 		n, deletions, m["p50-ms"], m["p99-ms"], m["reconcile-p50-ms"], m["p50-ms"]/(200+m["reconcile-p50-ms"]))
 	fmt.Printf("| watcher: change final (debounced, past the grace window) → penalty written, %s artifacts | p99 %.0f ms | target | %.1f× of 40 ms |\n", n, m["record-p99-ms"], m["record-p99-ms"]/40)
 	fmt.Printf("| watcher: same, against the write floor (the log and manifest of that size replaced atomically, the manifest's SHA-256) | p99 %.0f ms | write floor: %.1f ms | %.1f× |\n", m["record-p99-ms"], m["write-floor-ms"], m["record-p99-ms"]/m["write-floor-ms"])
-	fmt.Printf("| watcher: peak RSS with %s artifacts (%.0f watches) | %.0f MB | idle after the reconciles | %.0f MB |\n",
+	fmt.Printf("| watcher: peak RSS with %s artifacts (%.0f watches) | %.0f MB | resident right after the last pass (the benchmark's process, before the idle work gives memory back) | %.0f MB |\n",
 		n, m["watches"], m["peak-RSS-MB"], m["idle-RSS-MB"])
 }
 
