@@ -562,6 +562,11 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 	debug.FreeOSMemory()
 }
 
+// maxHeld bounds the events cancelOnEvent holds: a stream of events that
+// do not matter (another tool's files in a watched directory) calls the
+// idle work off once that many wait, as any event did before.
+const maxHeld = 1024
+
 // newFS opens the inotify watcher with a small buffer of events, so that
 // fsnotify's reader goes on while the loop or cancelOnEvent is busy.
 func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64) }
@@ -594,12 +599,16 @@ func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func() []fsnoti
 					return
 				}
 				held = append(held, ev)
-				if w.matters(ev) {
+				if w.matters(ev) || len(held) >= maxHeld {
+					// Called off: the events that follow wait in the
+					// channel, as while the loop works.
 					cancel()
+					return
 				}
 			case <-t.C:
 				if len(w.fsw.Errors) > 0 || len(w.inject) > 0 {
 					cancel()
+					return
 				}
 			}
 		}

@@ -786,6 +786,31 @@ func TestSettleGivesWayToAnEvent(t *testing.T) {
 	if want := append(lockEvents, change); !slices.Equal(held, want) {
 		t.Fatalf("held %v, want %v", held, want)
 	}
+	// A stream of events that do not matter is held up to maxHeld, then
+	// calls the work off too: what is held stays bounded.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	stop2 := w.cancelOnEvent(cancel2)
+	sent := make(chan struct{})
+	defer func() { <-sent }() // before fsw.Close closes the channel
+	go func() {
+		defer close(sent)
+		for range maxHeld + 10 {
+			select {
+			case fsw.Events <- fsnotify.Event{Name: filepath.Join(root, "other.tmp"), Op: fsnotify.Write}:
+			case <-ctx2.Done():
+				return
+			}
+		}
+	}()
+	select {
+	case <-ctx2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stream of events that do not matter was held without bound")
+	}
+	if held := stop2(); len(held) != maxHeld {
+		t.Fatalf("held %d events, want %d", len(held), maxHeld)
+	}
 }
 
 // Settle finishes in a watcher left alone: its staleness pass marks an
