@@ -356,12 +356,7 @@ func TestNoSelfTriggeredLoop(t *testing.T) {
 	// One ready observation: with watch.render the watcher renders it,
 	// writing an artifact, the log and the manifest.
 	p := manifest.PathsFor(root)
-	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(f, `{"id":"obs_ready","type":"workflow","pattern":"run the linter before pushing","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e1"],"details":"lint first","quality_ok":true}`)
-	f.Close()
+	appendLog(t, root, `{"id":"obs_ready","type":"workflow","pattern":"run the linter before pushing","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e1"],"details":"lint first","quality_ok":true}`)
 	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("watch:\n  render: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -667,12 +662,7 @@ func (s *syncBuffer) String() string {
 func TestKnowledgeFileRewrittenByAnotherTool(t *testing.T) {
 	root := fixture(t, 1, 0)
 	p := manifest.PathsFor(root)
-	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(f, `{"id":"obs_adr","type":"decision","pattern":"use postgres for storage","confidence":0.9,"observations":2,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e"],"details":"context: we need a database; decision: postgres; rationale: the team knows it","quality_ok":true}`)
-	f.Close()
+	appendLog(t, root, `{"id":"obs_adr","type":"decision","pattern":"use postgres for storage","confidence":0.9,"observations":2,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e"],"details":"context: we need a database; decision: postgres; rationale: the team knows it","quality_ok":true}`)
 	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("watch:\n  render: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -819,17 +809,12 @@ func TestSettleGivesWayToAnEvent(t *testing.T) {
 // every 400 ms, for ever.
 func TestSettleFinishesWhenIdle(t *testing.T) {
 	root := fixture(t, 3, 0)
-	p := manifest.PathsFor(root)
-	f, err := os.OpenFile(p.Log, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintln(f, `{"id":"obs_ref","type":"decision","pattern":"Parse in one place","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/parser/gone.go"],"details":"context: c; decision: keep parsing in src/parser/gone.go; rationale: r","quality_ok":true}`)
+	lines := []string{`{"id":"obs_ref","type":"decision","pattern":"Parse in one place","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/parser/gone.go"],"details":"context: c; decision: keep parsing in src/parser/gone.go; rationale: r","quality_ok":true}`}
 	// Enough observations that the scan outlasts the lock's events.
 	for i := range 3000 {
-		fmt.Fprintf(f, `{"id":"obs_n%d","type":"pitfall","pattern":"p %d","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/m%d/a.go","docs/n%d.md"],"details":"area: src/m%d/b.go; issue: i; impact: m; resolution: see docs/r%d.md","quality_ok":true}`+"\n", i, i, i, i, i, i)
+		lines = append(lines, fmt.Sprintf(`{"id":"obs_n%d","type":"pitfall","pattern":"p %d","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"observing","evidence":["src/m%d/a.go","docs/n%d.md"],"details":"area: src/m%d/b.go; issue: i; impact: m; resolution: see docs/r%d.md","quality_ok":true}`, i, i, i, i, i, i))
 	}
-	f.Close()
+	appendLog(t, root, lines...)
 	var settles atomic.Int64
 	r := start(t, root, Options{Debounce: debounce}, func(w *watcher) {
 		w.afterSettle = func() { settles.Add(1) }
@@ -842,5 +827,20 @@ func TestSettleFinishesWhenIdle(t *testing.T) {
 	}
 	if more := settles.Load() - n; more != 0 {
 		t.Fatalf("Settle ran %d more times in 2 s with nothing changed (%d before)", more, n)
+	}
+}
+
+// appendLog appends lines to root's learning log, as an extractor does.
+func appendLog(t *testing.T, root string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := fmt.Fprintln(f, l); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
