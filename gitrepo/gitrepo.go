@@ -336,6 +336,28 @@ func readSmall(name string) ([]byte, error) {
 	return safefs.ReadFollowing(name, gitFileLimit)
 }
 
+// Prefix returns path (absolute) relative to the work tree's top, in
+// git's slash form with a trailing slash ("sub/dir/"), "" for the top
+// itself; an error when path is not inside the work tree. One side may be
+// reached through a symlink (/tmp → /private/tmp).
+func (r *Repo) Prefix(path string) (string, error) {
+	rel, err := filepath.Rel(r.Top, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		t, err1 := filepath.EvalSymlinks(r.Top)
+		p, err2 := filepath.EvalSymlinks(path)
+		if err1 == nil && err2 == nil {
+			rel, err = filepath.Rel(t, p)
+		}
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "", fmt.Errorf("%s is not inside its git worktree %s", path, r.Top)
+		}
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return filepath.ToSlash(rel) + "/", nil
+}
+
 // Head is HEAD resolved to its commit's reference.
 func (r *Repo) Head() (*plumbing.Reference, error) {
 	return storer.ResolveReference(r.Storer, plumbing.HEAD)

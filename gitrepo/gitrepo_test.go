@@ -412,3 +412,42 @@ func TestOpenSubmodule(t *testing.T) {
 		t.Fatalf("GitDir %s %v", d, err)
 	}
 }
+
+// Prefix is a path relative to the work tree's top in git's form: "" at
+// the top, "sub/dir/" below it, also when the path is reached through a
+// symlink to the repository; a path outside it is an error.
+func TestPrefix(t *testing.T) {
+	dir := repo(t)
+	if err := os.MkdirAll(filepath.Join(dir, "sub", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, want string
+		bad        bool
+	}{
+		{path: dir, want: ""},
+		{path: filepath.Join(dir, "sub", "dir"), want: "sub/dir/"},
+		{path: filepath.Join(link, "sub"), want: "sub/"},
+		{path: t.TempDir(), bad: true},
+		{path: filepath.Dir(dir), bad: true},
+	} {
+		got, err := r.Prefix(tc.path)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%s: %q, want an error", tc.path, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.path, got, err, tc.want)
+		}
+	}
+}

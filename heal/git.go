@@ -81,8 +81,8 @@ func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
 	if err != nil {
 		return nil, nil
 	}
-	prefix, ok := prefixOf(repo.Top, abs)
-	if !ok {
+	prefix, err := repo.Prefix(abs)
+	if err != nil {
 		return nil, nil
 	}
 	g := &gitView{repo: repo, prefix: prefix, top: repo.Top, sparse: repo.Sparse(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
@@ -96,26 +96,6 @@ func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
 	return g, nil
 }
 
-// prefixOf returns root relative to the worktree top as "dir/"; ok is false
-// when root is not inside it.
-func prefixOf(top, root string) (string, bool) {
-	rel, err := filepath.Rel(top, root)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		t, err1 := filepath.EvalSymlinks(top)
-		r, err2 := filepath.EvalSymlinks(root)
-		if err1 != nil || err2 != nil {
-			return "", false
-		}
-		if rel, err = filepath.Rel(t, r); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", false
-		}
-	}
-	if rel == "." {
-		return "", true
-	}
-	return filepath.ToSlash(rel) + "/", true
-}
-
 // Tracked reports whether git's index holds the file at path (absolute):
 // false outside git.
 func Tracked(root, path string) bool {
@@ -127,8 +107,8 @@ func Tracked(root, path string) bool {
 	if err != nil {
 		return false
 	}
-	rel, ok := prefixOf(g.top, abs)
-	if !ok {
+	rel, err := g.repo.Prefix(abs)
+	if err != nil {
 		return false
 	}
 	_, in := g.inIndex(strings.TrimSuffix(rel, "/"))

@@ -232,8 +232,8 @@ func openChecker(root string, mode Mode, cfg config.Staleness, useCache bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("staleness: %w", err)
 	}
-	if c.prefix, err = prefixOf(repo.Top, abs); err != nil {
-		return nil, err
+	if c.prefix, err = repo.Prefix(abs); err != nil {
+		return nil, fmt.Errorf("staleness: %w", err)
 	}
 	c.repo = repo
 	c.top = repo.Top
@@ -315,27 +315,6 @@ func (c *Checker) ensureIndex() {
 
 // objectCacheSize bounds go-git's cache of decoded objects.
 const objectCacheSize = 16 << 20
-
-// prefixOf returns root relative to the worktree top as "dir/" ("" when
-// they are the same directory).
-func prefixOf(top, root string) (string, error) {
-	rel, err := filepath.Rel(top, root)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		// One side may be reached through a symlink (/tmp → /private/tmp).
-		t, err1 := filepath.EvalSymlinks(top)
-		r, err2 := filepath.EvalSymlinks(root)
-		if err1 == nil && err2 == nil {
-			rel, err = filepath.Rel(t, r)
-		}
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return "", fmt.Errorf("staleness: %s is not inside its git worktree %s", root, top)
-		}
-	}
-	if rel == "." {
-		return "", nil
-	}
-	return filepath.ToSlash(rel) + "/", nil
-}
 
 // readIndex reads the index git would commit: GIT_INDEX_FILE when set,
 // else the repository's index.
