@@ -233,48 +233,44 @@ func locate(dir string, up bool) (top, gitDir string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	top, dot, err := find(abs, up)
+	top, dot, isDir, err := find(abs, up)
 	if err != nil {
 		return "", "", err
+	}
+	if isDir {
+		return top, dot, nil
 	}
 	gitDir, err = resolveDotGit(top, dot)
 	return top, gitDir, err
 }
 
 // find returns the directory holding `.git` (dir, or with up its nearest
-// parent that has one) and the path of that `.git`.
-func find(dir string, up bool) (top, dot string, err error) {
+// parent that has one), the path of that `.git` and whether it is a
+// directory (else a file naming the git directory).
+func find(dir string, up bool) (top, dot string, isDir bool, err error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() && up {
 		dir = filepath.Dir(dir)
 	}
 	for {
 		dot = filepath.Join(dir, ".git")
-		_, err := os.Stat(dot)
+		fi, err := os.Stat(dot)
 		if err == nil {
-			return dir, dot, nil
+			return dir, dot, fi.IsDir(), nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return "", "", fmt.Errorf("git repository at %s: %w", dot, err)
+			return "", "", false, fmt.Errorf("git repository at %s: %w", dot, err)
 		}
 		parent := filepath.Dir(dir)
 		if !up || parent == dir {
-			return "", "", fmt.Errorf("%w: %s", ErrNotExist, dir)
+			return "", "", false, fmt.Errorf("%w: %s", ErrNotExist, dir)
 		}
 		dir = parent
 	}
 }
 
-// resolveDotGit returns the git directory `.git` names: itself when it is
-// a directory, else the path on the "gitdir: " line of the file (a linked
-// worktree, a submodule), relative to top.
+// resolveDotGit returns the git directory a `.git` file names: the path on
+// its "gitdir: " line (a linked worktree, a submodule), relative to top.
 func resolveDotGit(top, dot string) (string, error) {
-	fi, err := os.Stat(dot)
-	if err != nil {
-		return "", err
-	}
-	if fi.IsDir() {
-		return dot, nil
-	}
 	b, err := readSmall(dot)
 	if err != nil {
 		return "", err
