@@ -9,6 +9,13 @@
 //
 //	on hostile input: no context is checked)
 //
+// LEARNWATCH_FAILPOINT=name=pause  the step creates the file
+//
+//	$LEARNWATCH_FAILPOINT_RESUME.paused and waits until the file
+//	LEARNWATCH_FAILPOINT_RESUME names exists (at most a minute): a test
+//	does something there, e.g. a git checkout between a pass's reads and
+//	its writes (Pause points only)
+//
 // The reliability harness lists the points a command reaches with *=trace.
 //
 // Several points may be given separated by commas. A name ending in "*"
@@ -55,9 +62,12 @@ func Inject(name string) error {
 	if !ok {
 		return nil
 	}
-	if action == "trace" {
+	switch action {
+	case "trace":
 		fmt.Fprintf(os.Stderr, "failpoint: %s\n", name)
 		return nil
+	case "pause":
+		return nil // Pause points only
 	}
 	if hits.Add(1) <= skip {
 		return nil
@@ -80,6 +90,26 @@ func Inject(name string) error {
 func Hang(name string) {
 	if action, ok := armed(name); ok && action == "hang" {
 		hang()
+	}
+}
+
+// Pause is a step that can only wait: when name is armed with "pause" and
+// LEARNWATCH_FAILPOINT_RESUME names a file, it creates that name with
+// ".paused" appended and returns once the file itself exists, or after a
+// minute. Every other action leaves it be.
+func Pause(name string) {
+	action, ok := armed(name)
+	resume := os.Getenv("LEARNWATCH_FAILPOINT_RESUME")
+	if !ok || action != "pause" || resume == "" {
+		return
+	}
+	if f, err := os.Create(resume + ".paused"); err == nil {
+		f.Close()
+	}
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(resume); err == nil {
+			return
+		}
 	}
 }
 

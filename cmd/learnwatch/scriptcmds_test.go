@@ -43,6 +43,7 @@ func init() {
 		"genentries": cmdGenEntries,
 		"backdate":   cmdBackdate,
 		"mkfifo":     cmdMkfifo,
+		"waitfile":   cmdWaitFile,
 	} {
 		if _, dup := scriptCmds[name]; dup {
 			panic("scriptCmds: command " + name + " registered twice (see scriptcmds_test.go)")
@@ -570,6 +571,21 @@ func cmdMkfifo(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: mkfifo PATH")
 	}
 	ts.Check(syscall.Mkfifo(ts.MkAbs(args[0]), 0o644))
+}
+
+// waitfile PATH: waits (at most 30 s) until PATH exists, e.g. the
+// ".paused" file a command in the background stopped at a pause failpoint
+// creates (failpoint.Pause).
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: waitfile PATH")
+	}
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+	}
+	ts.Fatalf("%s did not appear in 30s", args[0])
 }
 
 // ---------------------------------------------------------------- integrity
