@@ -23,8 +23,10 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/hooks"
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -133,6 +135,11 @@ type Pass struct {
 // *GitBusyError, while git is in the middle of an operation.
 var ErrGitBusy = errors.New("git operation in progress")
 
+// ErrGitMoved is what a pass returns, having written nothing, when git
+// wrote the worktree while it read (heal.ErrGitMoved). Reconcile runs such
+// a pass again itself, except the watcher's (Pass.Deferred).
+var ErrGitMoved = heal.ErrGitMoved
+
 // GitBusyError names the git operation a pass waited for.
 type GitBusyError struct{ Op string }
 
@@ -211,7 +218,29 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		rep.Warnings = append(rep.Warnings, warn...)
 		opts.Hold = holdFor(pol)
 	}
-	res, err := heal.Reconcile(ctx, e.root, opts)
+	var res heal.Result
+	var err error
+	var drained inbox.Result // the drain of an attempt git moved under
+	for attempt := 0; ; attempt++ {
+		if !p.Deferred {
+			waitForIndex(ctx, e.root)
+		}
+		res, err = heal.Reconcile(ctx, e.root, opts)
+		if !errors.Is(err, heal.ErrGitMoved) || p.Deferred || attempt == gitRetries {
+			break
+		}
+		// The drain before the pass wrote the log and stands; its counts
+		// are reported with the pass that wrote.
+		if drainedAny(res.Inbox) {
+			drained = res.Inbox
+		}
+		// The stats taken before are of git's half-written worktree.
+		e.log.Debug("git changed the worktree during the pass: it runs again", "attempt", attempt+1)
+		opts.Touched, opts.Known = nil, nil
+	}
+	if drainedAny(drained) && !drainedAny(res.Inbox) {
+		res.Inbox = drained
+	}
 	e.failed = err != nil
 	rep.Result = res
 	if start != nil && err == nil {
@@ -236,6 +265,41 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		rep.Warnings = append(rep.Warnings, e.refreshPolicy(ctx, p.Now)...)
 	}
 	return rep, nil
+}
+
+// drainedAny reports whether a drain of the inbox wrote anything.
+func drainedAny(r inbox.Result) bool { return r.Drained+r.Completed+r.Feedback > 0 }
+
+// gitRetries is how many times a pass git moved under (heal.ErrGitMoved)
+// runs again before its caller hears of it. The watcher's passes are not
+// run again here: the watcher holds its next pass for git (watch) and
+// counts every file then.
+const gitRetries = 3
+
+// indexPoll and indexWait bound waitForIndex.
+const (
+	indexPoll = 20 * time.Millisecond
+	indexWait = 2 * time.Second
+)
+
+// waitForIndex waits, at most indexWait, while git may be writing the
+// worktree at root (its index.lock is there and young,
+// gitrepo.Stamp.Writing): a pass that read then would read half of it and
+// write nothing (heal.ErrGitMoved). After indexWait the pass runs; its
+// stamp still keeps it from writing what it read half-way.
+func waitForIndex(ctx context.Context, root string) {
+	gitDir, err := gitrepo.GitDir(root)
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(indexWait)
+	for gitrepo.StampOf(gitDir).Writing(time.Now()) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(indexPoll):
+		}
+	}
 }
 
 // refreshPolicy refreshes the policy from the feedback journal after a

@@ -33,6 +33,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -1307,6 +1308,15 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	return res, err
 }
 
+// ErrGitMoved is what a pass returns, having written nothing, when git
+// changed the worktree while the pass read it: HEAD, the index or
+// index.lock differ between its first read and its first write
+// (gitrepo.Stamp). What it read may then be half one commit's files and
+// half another's — a manifest from before a checkout next to artifacts
+// from after it — and a deletion or an edit it found would be git's, not
+// the person's. The caller runs the pass again once git is done.
+var ErrGitMoved = errors.New("git changed the worktree while the pass read it; nothing was written")
+
 // knownWait is how long Reconcile may wait for the lock and still take
 // Options.Known: a pass that waited for another holder stats again.
 const knownWait = 100 * time.Millisecond
@@ -1333,6 +1343,10 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		opening = openStaleness(root, *opts.Staleness)
 		defer opening.wait() // a pass that ends early leaves nothing running
 	}
+	// What git's state was before the first read: a pass that read while
+	// git wrote the worktree writes nothing (ErrGitMoved).
+	gitDir, _ := gitrepo.GitDir(root)
+	stamp := gitrepo.StampOf(gitDir)
 	st, err := loadWarm(root, cache, touched, warm, opts.Known)
 	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
@@ -1378,6 +1392,12 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		manifestBytes = b
 		manifestW = stage(func() (stagedFile, error) { return manifest.StageFile(p.Manifest, b, 0o644) })
 		defer manifestW.drop()
+	}
+	// The last moment nothing is written yet (the staged files are
+	// temporary): git must not have moved since the first read.
+	failpoint.Pause("reconcile:before-write")
+	if gitrepo.StampOf(gitDir) != stamp {
+		return Result{}, ErrGitMoved
 	}
 	var pass *journal.Pass
 	if opts.Feedback {

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/gitrepo"
 )
 
 // gitIn runs git in dir with a fixed identity, failing the test on error
@@ -88,4 +91,40 @@ func TestPassesHeldDuringARebase(t *testing.T) {
 	if st, _, _ := ReadState(root); st.HeldBy != "" {
 		t.Fatalf("still held by %q", st.HeldBy)
 	}
+}
+
+// While git holds the index lock it may be writing the worktree (a
+// checkout, a merge's files): the watcher's pass waits until the lock is
+// gone, as it would read half of what git writes. A lock older than
+// gitrepo.WritingFor (a `git commit` waiting in an editor, a git that was
+// killed) holds nothing back.
+func TestPassHeldWhileGitWritesTheWorktree(t *testing.T) {
+	root := fixture(t, 3, 0)
+	gitIn(t, root, false, "init", "-q", "-b", "main")
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	r.quiet(debounce + margin)
+	lock := filepath.Join(root, ".git", "index.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(abs(root, cmdRel(0)), []byte("# command 0\n\nbody, edited\n"), 0o644)
+	if n := r.quiet(debounce + margin); n != 0 {
+		t.Fatalf("%d passes ran while git held its index lock", n)
+	}
+	os.Remove(lock)
+	r.waitFor(indexPoll+debounce+margin, "the held pass", func() bool {
+		_, edits := r.sum()
+		return edits == 1
+	})
+
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * gitrepo.WritingFor)
+	os.Chtimes(lock, old, old)
+	os.WriteFile(abs(root, cmdRel(1)), []byte("# command 1\n\nbody, edited\n"), 0o644)
+	r.waitFor(debounce+margin, "the pass past an old lock", func() bool {
+		_, edits := r.sum()
+		return edits == 2
+	})
 }

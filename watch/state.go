@@ -57,6 +57,9 @@ type Counters struct {
 	Overflows  int `json:"overflows"`
 	Errors     int `json:"errors"`
 	Reloads    int `json:"reloads"`
+	// GitMoved counts passes that wrote nothing because git wrote the
+	// worktree while they read it (heal.ErrGitMoved); each ran again.
+	GitMoved int `json:"git_moved"`
 }
 
 // ReadState returns the state the last watcher of root published and

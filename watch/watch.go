@@ -30,6 +30,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -410,6 +411,17 @@ func (w *watcher) fire(ctx context.Context) {
 	if w.afterFire != nil {
 		defer w.afterFire()
 	}
+	if errors.Is(err, engine.ErrGitMoved) {
+		// Git wrote the worktree while the pass read it; the pass wrote
+		// nothing. The next one, once git is done (holdForGit), checks
+		// every file: the events of git's write came during this one.
+		w.full = true
+		w.state.Counters.GitMoved++
+		w.log.Debug("git changed the worktree during the pass: nothing written, it runs again", "reason", reason)
+		w.markPending(reason, false)
+		w.writeState()
+		return
+	}
 	if err != nil {
 		// The failed pass consumed the burst's events: the retry checks
 		// every file.
@@ -460,6 +472,10 @@ func (w *watcher) fire(ctx context.Context) {
 	w.writeState()
 }
 
+// indexPoll is how often a watcher holding its pass while git writes the
+// worktree (index.lock, gitrepo.Stamp.Writing) looks whether git is done.
+const indexPoll = 20 * time.Millisecond
+
 // holdPoll is how often a watcher holding its passes for a git operation
 // looks whether the operation has ended.
 const holdPoll = 500 * time.Millisecond
@@ -473,6 +489,13 @@ const holdPoll = 500 * time.Millisecond
 // has ended (looked at every holdPoll while it lasts; no cost otherwise).
 func (w *watcher) holdForGit() bool {
 	op := hooks.Operation(w.gitDir)
+	if op == "" && gitrepo.StampOf(w.gitDir).Writing(time.Now()) {
+		// Git is writing the worktree (a checkout, a merge's files, a
+		// stash): the pass waits the few milliseconds that takes, as it
+		// would read half of it and write nothing (heal.ErrGitMoved).
+		w.timer.Reset(indexPoll)
+		return true
+	}
 	if op == "" {
 		if w.state.HeldBy != "" {
 			w.log.Info("git operation ended: the held pass runs", "operation", w.state.HeldBy)
