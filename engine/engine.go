@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -286,8 +287,14 @@ const (
 // worktree at root (its index.lock is there and young,
 // gitrepo.Stamp.Writing): a pass that read then would read half of it and
 // write nothing (heal.ErrGitMoved). After indexWait the pass runs; its
-// stamp still keeps it from writing what it read half-way.
+// stamp still keeps it from writing what it read half-way. A pass run by
+// a hook of a git command that holds the lock itself (`git commit -a`
+// runs pre-commit with GIT_INDEX_FILE naming index.lock) does not wait
+// for the command that waits for it.
 func waitForIndex(ctx context.Context, root string) {
+	if os.Getenv("GIT_INDEX_FILE") != "" {
+		return
+	}
 	gitDir, err := gitrepo.GitDir(root)
 	if err != nil {
 		return
