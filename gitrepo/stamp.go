@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Stamp is what a pass notes of a worktree's git state before it reads the
@@ -61,5 +63,5 @@ func fileStamp(path string) FileStamp {
 	if err != nil {
 		return FileStamp{}
 	}
-	return FileStamp{Exists: true, Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ino: inode(fi)}
+	return FileStamp{Exists: true, Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ino: safefs.Inode(fi)}
 }

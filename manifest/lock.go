@@ -164,7 +164,7 @@ func writeOwner(lock string) {
 		return
 	}
 	host, _ := os.Hostname()
-	line := fmt.Sprintf("%d %s %d\n", os.Getpid(), host, inode(fi))
+	line := fmt.Sprintf("%d %s %d\n", os.Getpid(), host, safefs.Inode(fi))
 	if safefs.Remove(ownerPath(lock)) == nil {
 		_ = safefs.CreateExclusive(ownerPath(lock), []byte(line), 0o644)
 	}
@@ -188,7 +188,7 @@ func ownerDead(lock string, fi os.FileInfo) bool {
 	if n, _ := fmt.Sscanf(string(b), "%d %s %d", &pid, &host, &ino); n != 3 || pid <= 0 {
 		return false
 	}
-	if h, _ := os.Hostname(); h != host || ino != inode(fi) || pid == os.Getpid() {
+	if h, _ := os.Hostname(); h != host || ino != safefs.Inode(fi) || pid == os.Getpid() {
 		return false
 	}
 	return !processAlive(pid)
@@ -208,7 +208,7 @@ func takeOver(path string, dead os.FileInfo) {
 	fi, err := os.Lstat(aside)
 	fresh := err == nil && time.Since(fi.ModTime()) <= StaleAfter
 	if dead != nil {
-		fresh = err == nil && (inode(fi) != inode(dead) || fi.ModTime().After(dead.ModTime()))
+		fresh = err == nil && (safefs.Inode(fi) != safefs.Inode(dead) || fi.ModTime().After(dead.ModTime()))
 	}
 	if fresh {
 		// We moved a lock another writer had just created: put it back

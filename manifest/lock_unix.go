@@ -4,16 +4,8 @@ package manifest
 
 import (
 	"errors"
-	"os"
 	"syscall"
 )
-
-func inode(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Ino)
-	}
-	return 0
-}
 
 // processAlive reports whether pid exists (signal 0; EPERM means it exists
 // but belongs to someone else).

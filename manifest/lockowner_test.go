@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // A lock left by a killed learnwatch (owner file naming a dead pid and the
@@ -27,7 +29,7 @@ func TestLockDeadOwnerTakenOver(t *testing.T) {
 	dead := cmd.Process.Pid
 	fi, _ := os.Stat(lock)
 	host, _ := os.Hostname()
-	if err := os.WriteFile(ownerPath(lock), []byte(sprintf("%d %s %d\n", dead, host, inode(fi))), 0o644); err != nil {
+	if err := os.WriteFile(ownerPath(lock), []byte(sprintf("%d %s %d\n", dead, host, safefs.Inode(fi))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -53,7 +55,7 @@ func TestLockDeadOwnerTakenOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, _ = os.Stat(lock)
-	os.WriteFile(ownerPath(lock), []byte(sprintf("%d %s %d\n", dead, host, inode(fi))), 0o644)
+	os.WriteFile(ownerPath(lock), []byte(sprintf("%d %s %d\n", dead, host, safefs.Inode(fi))), 0o644)
 	os.Chtimes(ownerPath(lock), old, old)
 	if _, err := AcquireLock(context.Background(), lock, 300*time.Millisecond); err == nil {
 		t.Fatal("took over a lock directory newer than its owner file")

@@ -1,13 +1,14 @@
 //go:build unix
 
-package gitrepo
+package safefs
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-func inode(fi fs.FileInfo) uint64 {
+// Inode is the file's inode number (0 where the platform has none).
+func Inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)
 	}
