@@ -130,6 +130,15 @@ type Pass struct {
 	// runs); a pass a person asks for runs. A pass that would replay is not
 	// held: it writes nothing.
 	WaitForGit bool
+	// AfterGit is the pass of a git hook that runs after git changed the
+	// worktree (post-checkout, post-merge, post-rewrite). When, since a
+	// confirmed replay record, nothing changed but HEAD and files of the
+	// worktree's git directory (the index) — a checkout that touched no
+	// file of the memory — the pass does not run: the heal a record holds
+	// never asked git, so it would find the record's report again, and
+	// only the staleness marks follow HEAD, which the next pass writes
+	// (its replay check sees HEAD moved). Any other changed input runs it.
+	AfterGit bool
 }
 
 // ErrGitBusy is what a pass with Pass.WaitForGit returns, wrapped in a
@@ -178,7 +187,11 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		var res heal.Result
 		var ok bool
 		if res, ok, start = e.tryReplay(p, key); ok {
-			e.log.Debug("pass replayed: nothing it depends on changed", "inputs", len(start.rec.Paths))
+			if start.gitOnly {
+				e.log.Debug("pass not run: only git's state changed since the record", "inputs", len(start.rec.Paths))
+			} else {
+				e.log.Debug("pass replayed: nothing it depends on changed", "inputs", len(start.rec.Paths))
+			}
 			rep.Result, rep.Replayed = res, true
 			return rep, nil
 		}

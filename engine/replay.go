@@ -287,11 +287,12 @@ func statsNow(r *replayRecord) []depStat {
 	return out
 }
 
-// changedAt is the index of the first recorded path whose state changed,
-// -1 when none did. It fills now's listing hashes: the recorded one when
-// the directory's stat is unchanged, else the directory is listed.
-func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) int {
-	first := -1
+// changedAt lists the indexes of the recorded paths whose state changed,
+// in order (none: nothing did). It fills now's listing hashes: the
+// recorded one when the directory's stat is unchanged, else the directory
+// is listed.
+func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) []int {
+	var changed []int
 	for i := range r.Paths {
 		if r.Kinds[i] == depList {
 			if statcache.Same(statcache.Entry{Stat: r.Stats[i].Stat}, now[i].Stat, mode) {
@@ -300,11 +301,27 @@ func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) int {
 				now[i].Names = namesHash(r.Paths[i])
 			}
 		}
-		if first < 0 && !same(r.Kinds[i], r.Stats[i], now[i], mode) {
-			first = i
+		if !same(r.Kinds[i], r.Stats[i], now[i], mode) {
+			changed = append(changed, i)
 		}
 	}
-	return first
+	return changed
+}
+
+// gitsOwn reports whether every changed path (indexes into paths) is a
+// file below gitDir, the worktree's git directory: git's state (the
+// index), not a file of the memory or the worktree.
+func gitsOwn(paths []string, changed []int, gitDir string) bool {
+	if gitDir == "" {
+		return false
+	}
+	for _, i := range changed {
+		rel, err := filepath.Rel(gitDir, paths[i])
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return false
+		}
+	}
+	return true
 }
 
 // headNow is HEAD's commit of the repository at root ("" when there is
@@ -328,6 +345,9 @@ type replayStart struct {
 	at    time.Time
 	rec   *replayRecord
 	stats []depStat
+	// gitOnly: the pass (Pass.AfterGit) was answered from the record
+	// though HEAD or git's own files changed since.
+	gitOnly bool
 }
 
 // known hands what the replay check stat'ed to the full pass that runs
@@ -368,9 +388,17 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 		e.prefetchLog()
 	}
 	start.rec, start.stats = rec, statsNow(rec)
-	if i := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat)); i >= 0 {
-		e.log.Debug("pass replay: input changed", "path", rec.Paths[i])
+	changed := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
+	if len(changed) > 0 && !p.AfterGit {
+		e.log.Debug("pass replay: input changed", "path", rec.Paths[changed[0]])
 		return heal.Result{}, false, start
+	}
+	if len(changed) > 0 {
+		gitDir, _ := gitrepo.GitDir(e.root)
+		if !gitsOwn(rec.Paths, changed, gitDir) {
+			e.log.Debug("pass replay: input changed", "path", rec.Paths[changed[0]])
+			return heal.Result{}, false, start
+		}
 	}
 	if keptDue {
 		return heal.Result{}, false, start
@@ -379,8 +407,13 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 		e.log.Debug("pass replay: record not confirmed yet")
 		return heal.Result{}, false, start
 	}
-	if want := strings.TrimPrefix(rec.Head, "none"); rec.Head != "" && headNow(e.root) != want {
-		return heal.Result{}, false, start
+	if len(changed) > 0 {
+		start.gitOnly = true
+	} else if want := strings.TrimPrefix(rec.Head, "none"); rec.Head != "" && headNow(e.root) != want {
+		if !p.AfterGit {
+			return heal.Result{}, false, start
+		}
+		start.gitOnly = true
 	}
 	var res heal.Result
 	if json.Unmarshal(rec.Report, &res) != nil {

@@ -174,7 +174,7 @@ func newReconcileHook(name string) func(a *app) *cobra.Command {
 					if err != nil {
 						return err
 					}
-					res, err := reconcileAuto(a, root, a.hookConfig(root), false, name == "post-checkout")
+					res, err := reconcileAfterGit(a, root, a.hookConfig(root), name == "post-checkout")
 					if errors.Is(err, engine.ErrGitBusy) {
 						// A rebase checks out commits on its way; writing
 						// to tracked files then would stop it. post-rewrite

@@ -72,6 +72,13 @@ func reconcileAuto(a *app, root string, cfg config.Config, session, wait bool) (
 	return runPass(a, root, cfg, engine.Pass{Session: session, WaitForGit: wait})
 }
 
+// reconcileAfterGit is the pass of a git hook after git changed the
+// worktree (post-checkout with wait, post-merge, post-rewrite): not run
+// when only git's own state moved (engine.Pass.AfterGit).
+func reconcileAfterGit(a *app, root string, cfg config.Config, wait bool) (heal.Result, error) {
+	return runPass(a, root, cfg, engine.Pass{WaitForGit: wait, AfterGit: true})
+}
+
 // reconcileExplicit is the reconcile command's: a person asked for it, so
 // the staleness marks are written even into a log git tracks.
 func reconcileExplicit(a *app, root string, cfg config.Config) (heal.Result, error) {
