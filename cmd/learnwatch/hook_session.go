@@ -132,7 +132,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				cfg := a.hookConfig(root)
 				// The index ranks with the log the reconcile left, when it
 				// wrote it: no second parse of the file.
-				res, err := reconcileAuto(a, root, cfg, true, true)
+				res, err := reconcileSession(a, root, cfg)
 				log := res.Log
 				if err != nil {
 					// The index is still worth giving: say why the

@@ -63,18 +63,19 @@ func reconcile(a *app, root string, cfg config.Config, session bool) (heal.Resul
 	return runPass(a, root, cfg, engine.Pass{Session: session})
 }
 
-// reconcileAuto is the pass of a hook that may run while git is in the
-// middle of an operation (the session start, post-checkout during a
-// rebase): it then does not run (engine.ErrGitBusy). post-merge and
-// post-rewrite run when theirs has ended (though git may not have removed
-// MERGE_HEAD yet).
-func reconcileAuto(a *app, root string, cfg config.Config, session, wait bool) (heal.Result, error) {
-	return runPass(a, root, cfg, engine.Pass{Session: session, WaitForGit: wait})
+// reconcileSession is the session-start hook's pass, which may run while
+// git is in the middle of an operation: it then does not run
+// (engine.ErrGitBusy).
+func reconcileSession(a *app, root string, cfg config.Config) (heal.Result, error) {
+	return runPass(a, root, cfg, engine.Pass{Session: true, WaitForGit: true})
 }
 
 // reconcileAfterGit is the pass of a git hook after git changed the
-// worktree (post-checkout with wait, post-merge, post-rewrite): not run
-// when only git's own state moved (engine.Pass.AfterGit).
+// worktree: not run when only git's own state moved (engine.Pass.AfterGit).
+// With wait (post-checkout, which runs during a rebase too) it does not
+// run while git is in the middle of an operation; post-merge and
+// post-rewrite run when theirs has ended (though git may not have removed
+// MERGE_HEAD yet).
 func reconcileAfterGit(a *app, root string, cfg config.Config, wait bool) (heal.Result, error) {
 	return runPass(a, root, cfg, engine.Pass{WaitForGit: wait, AfterGit: true})
 }
