@@ -561,12 +561,22 @@ func unconfirmed(root string, start *replayStart, rec *replayRecord, mode statca
 	// at all: a file created and removed while the pass listed it leaves
 	// the same names, not the same mtime.
 	lockDirs := map[string]bool{filepath.Join(root, ".memory"): true, cachedir.Dir(root): true}
+	// Git never rewrites its index in place: it writes index.lock and
+	// renames it over the index, so a new index always has another inode
+	// than the one it replaced and a stat taken just after a checkout
+	// proves what it describes. Without this every git hook's pass, which
+	// runs right after git wrote the index, left a record it could not
+	// confirm, and the next one ran in full again.
+	var index string
+	if gitDir, err := gitrepo.GitDir(root); err == nil {
+		index = filepath.Join(gitDir, "index")
+	}
 	for i, k := range rec.Kinds {
 		if !same(k, start.stats[i], rec.Stats[i], mode) ||
 			k == depList && !lockDirs[rec.Paths[i]] && !statcache.Same(statcache.Entry{Stat: start.stats[i].Stat}, rec.Stats[i].Stat, mode) {
 			return "changed during the pass: " + rec.Paths[i]
 		}
-		if s := rec.Stats[i]; k == depFile && (s.Mtime >= ns || s.Ctime >= ns) {
+		if s := rec.Stats[i]; k == depFile && (s.Mtime >= ns || s.Ctime >= ns) && rec.Paths[i] != index {
 			return "changed just before the pass: " + rec.Paths[i]
 		}
 	}
