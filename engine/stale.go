@@ -85,12 +85,25 @@ func (e *Engine) Stale(ctx context.Context, chk *staleness.Checker, explain bool
 // PreCommit is the pre-commit hook's check: the stale references of what
 // the staged commit deletes or renames, judged (blocking or warning). It
 // writes nothing: the log may be part of the commit.
+//
+// Most commits delete and rename nothing: the staged tree is compared with
+// HEAD first (the index's cached trees skip the directories it leaves
+// alone), and such a commit is answered without reading the log or the
+// knowledge files (Report.Checked is then 0: no reference needed
+// checking).
 func (e *Engine) PreCommit(ctx context.Context) (staleness.Report, staleness.Verdict, error) {
+	c, err := staleness.Open(e.root, staleness.PreCommit, e.cfg.Staleness)
+	if err != nil {
+		return staleness.Report{}, staleness.Verdict{}, err
+	}
+	if c.DeletesNothing() {
+		return staleness.Report{Stale: []staleness.Finding{}}, staleness.Judge(nil, nil), nil
+	}
 	log, err := manifest.ReadLog(manifest.PathsFor(e.root).Log)
 	if err != nil {
 		return staleness.Report{}, staleness.Verdict{}, err
 	}
-	rep, err := staleness.ScanTreeContext(ctx, e.root, staleness.PreCommit, e.cfg.Staleness, log)
+	rep, err := staleness.Scan(e.root, c.WithContext(ctx), log, staleness.OptionsFor(e.cfg.Staleness))
 	if err != nil {
 		return rep, staleness.Verdict{}, err
 	}

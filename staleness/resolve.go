@@ -519,6 +519,20 @@ type deletedSet struct {
 	byBase map[string][]string
 }
 
+// DeletesNothing reports whether the staged commit of an index mode
+// (Staged, PreCommit) deletes or renames no file of HEAD — the first
+// commit deletes nothing — as far as it could be read (an error reading
+// a tree is not nothing). The pre-commit check, which reports only the
+// references such a commit breaks, then has nothing to report and need
+// not read the log, the knowledge files or their references.
+func (c *Checker) DeletesNothing() bool {
+	if c.mode != Staged && c.mode != PreCommit {
+		return false
+	}
+	d := c.stagedDeleted()
+	return c.err == nil && len(d.byBase) == 0
+}
+
 // stagedDeleted lists the files of HEAD that the index does not have,
 // read once. A HEAD subtree the index's cached trees (the TREE extension
 // git keeps for every directory the staged changes leave alone) hold
