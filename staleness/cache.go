@@ -337,8 +337,8 @@ func (c *Checker) loadCache() {
 	}
 	c.cache.ownRead = sec != nil
 	c.cache.canon = canonicalCache(&cf, sec)
-	if sec == nil || c.cache.treeKey == "" || sec.Tree != c.cache.treeKey {
-		return
+	if sec == nil || c.mode == PreCommit || c.cache.treeKey == "" || sec.Tree != c.cache.treeKey {
+		return // PreCommit keeps no results (Open)
 	}
 	for _, d := range sec.Ignore {
 		c.dep(d.Name)
@@ -390,7 +390,7 @@ func readIgnoreDep(name string) ignoreDep {
 // holds the learning lock. A Checker that met an error, was cancelled or
 // checks for the pre-commit hook (which writes nothing) saves nothing.
 func (c *Checker) SaveCache() error {
-	if !c.cache.enabled || c.ctx != nil && c.ctx.Err() != nil {
+	if !c.cache.enabled || c.mode == PreCommit || c.ctx != nil && c.ctx.Err() != nil {
 		return nil
 	}
 	hist := c.saveHistory()

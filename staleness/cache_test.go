@@ -336,6 +336,36 @@ func cacheProperty(t *testing.T, seed int64, steps, depth int) {
 		for _, mode := range []Mode{Auto, Staged} {
 			compareCached(t, r.dir, mode, cfg, log, fmt.Sprintf("step %d (%s)", step, what))
 		}
+		comparePreCommit(t, r.dir, cfg, log, fmt.Sprintf("step %d (%s)", step, what))
+	}
+}
+
+// comparePreCommit: the pre-commit check with the cache the other modes
+// left (it takes the references extracted before) reports exactly what it
+// reports without one, and leaves the cache as it was.
+func comparePreCommit(t *testing.T, root string, cfg config.Staleness, log *manifest.Log, what string) {
+	t.Helper()
+	file := cachedir.Path(root, CacheName)
+	saved, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%s: no cache: %v", what, err)
+	}
+	with, c := cacheRun(t, root, PreCommit, cfg, log, true)
+	if len(c.cache.extOld) == 0 || c.cache.extNew {
+		t.Errorf("%s: the pre-commit check extracted references the cache held", what)
+	}
+	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, saved) {
+		t.Errorf("%s: the pre-commit check changed the cache (%v)", what, err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	without, _ := cacheRun(t, root, PreCommit, cfg, log, false)
+	if err := os.WriteFile(file, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if with != without {
+		t.Errorf("%s: pre-commit with the cache\n%s\nwithout\n%s", what, with, without)
 	}
 }
 

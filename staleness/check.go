@@ -181,18 +181,18 @@ func (c *Checker) WithContext(ctx context.Context) *Checker {
 // Worktree check the working tree; Staged and PreCommit need the index and
 // fail with ErrNotGit. In the index modes the index named by
 // GIT_INDEX_FILE is read when that variable is set (git sets it for hooks,
-// e.g. a temporary index during "git commit -a"). Except for PreCommit it
-// reads the staleness cache (CacheName; what SaveCache wrote): results it
-// holds for the same trees are used, and in the index modes the index is
-// then decoded only if a reference the cache lacks needs it.
+// e.g. a temporary index during "git commit -a"). It reads the staleness
+// cache (CacheName; what SaveCache wrote): results it holds for the same
+// trees are used, and in the index modes the index is then decoded only
+// if a reference the cache lacks needs it. PreCommit only reads it (it
+// saves nothing) and takes only the references extracted from each text:
+// it keeps no results, as the index it checks is new each time.
 func Open(root string, mode Mode, cfg config.Staleness) (*Checker, error) {
-	// The pre-commit hook writes nothing, and the index it checks is
-	// new each time: no cache.
-	c, err := openChecker(root, mode, cfg, mode != PreCommit)
+	c, err := openChecker(root, mode, cfg, true)
 	if err != nil {
 		return nil, err
 	}
-	if mode != PreCommit && !c.cache.tried {
+	if !c.cache.tried {
 		c.loadCache() // outside git: the extractions only
 	}
 	return c, nil
