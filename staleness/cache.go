@@ -315,7 +315,7 @@ func (c *Checker) loadCache() {
 	for _, e := range cf.Extract {
 		c.cache.extOld[e.Key] = e.Refs
 	}
-	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Depth == c.depth {
+	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Depth == c.depth && c.mode != PreCommit {
 		if h.Head != c.head.Hash.String() {
 			// HEAD moved on: commits on top of the cached walk's HEAD
 			// extend it (extendHistory).
