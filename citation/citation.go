@@ -358,6 +358,29 @@ func complete(root string, p *pass, at time.Time) error {
 	return nil
 }
 
+// CommittedEnd is where a citation pass that wrote its usage but not yet
+// its offset (interrupted by a failed write; the next holder of the
+// learning lock completes it, CompletePending) left the transcript of
+// session: its stretch's end when the record names that session and
+// transcript and the usage file is the one it wrote, else 0. A scan that
+// cannot take the lock queues what it reads; it starts there, or it
+// would queue counts the usage file already holds. Read before the
+// offsets: a completion advances them before it removes the record.
+func CommittedEnd(root, session, transcript string) int64 {
+	b, err := safefs.ReadFile(filepath.Join(root, PassFile), safefs.MaxState)
+	if err != nil {
+		return 0
+	}
+	p, err := parsePass(b)
+	if err != nil || p.Stretch == nil || p.Stretch.Session != session || p.Stretch.Transcript != transcript {
+		return 0
+	}
+	if u, err := safefs.ReadFile(manifest.PathsFor(root).Usage, safefs.MaxState); err != nil || sum(u) != p.Usage {
+		return 0
+	}
+	return p.Stretch.To
+}
+
 // Pending reports whether a citation record exists (a pass is in progress
 // or was interrupted).
 func Pending(root string) bool {

@@ -286,3 +286,38 @@ func FuzzParsePass(f *testing.F) {
 		}
 	})
 }
+
+// A scan that cannot take the lock starts after the stretch of a pass that
+// wrote its usage but not its offset (a full disk): CommittedEnd. Not
+// after one whose usage write did not happen, nor another session's or
+// transcript's, nor once the pass is completed (the offset has it then).
+// Without it such a scan queued the stretch again and the drain counted
+// its citations twice (the reliability harness's seed 869794).
+func TestCommittedEnd(t *testing.T) {
+	s := Stretch{Session: "s1", Transcript: "/t/s1.jsonl", From: 0, To: 120}
+	root := newRoot(t)
+	if got := CommittedEnd(root, "s1", s.Transcript); got != 0 {
+		t.Errorf("no record: %d", got)
+	}
+	b := writeRecord(t, root, map[string]int{"ADR-001": 1}, s)
+	if got := CommittedEnd(root, "s1", s.Transcript); got != 0 {
+		t.Errorf("the usage not written yet: %d", got)
+	}
+	if err := os.WriteFile(manifest.PathsFor(root).Usage, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		session, transcript string
+		want                int64
+	}{{"s1", s.Transcript, 120}, {"s2", s.Transcript, 0}, {"s1", "/t/other.jsonl", 0}} {
+		if got := CommittedEnd(root, c.session, c.transcript); got != c.want {
+			t.Errorf("%s %s: %d, want %d", c.session, c.transcript, got, c.want)
+		}
+	}
+	if _, err := CompletePending(root); err != nil {
+		t.Fatal(err)
+	}
+	if got := CommittedEnd(root, "s1", s.Transcript); got != 0 || offset(t, root, s) != 120 {
+		t.Errorf("after completion: committed end %d, offset %d", got, offset(t, root, s))
+	}
+}

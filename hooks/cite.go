@@ -281,9 +281,10 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 			defer lock.Release()
 		}
 	}
-	// The queued stretches first, then the offsets: a drain running
-	// meanwhile advances the offsets before it removes an item.
-	end := inbox.QueuedEnd(root, session, abs)
+	// The queued stretches and an interrupted pass's first, then the
+	// offsets: a drain or a completion running meanwhile advances the
+	// offsets before it removes an item or the record.
+	end := max(inbox.QueuedEnd(root, session, abs), citation.CommittedEnd(root, session, abs))
 	offs, err := citation.ReadOffsets(root)
 	if err != nil {
 		return Recorded{}, fileErr(root, err)
