@@ -316,8 +316,7 @@ func gitsOwn(paths []string, changed []int, gitDir string) bool {
 		return false
 	}
 	for _, i := range changed {
-		rel, err := filepath.Rel(gitDir, paths[i])
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		if _, ok := manifest.Within(gitDir, paths[i]); !ok {
 			return false
 		}
 	}

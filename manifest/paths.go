@@ -84,12 +84,12 @@ func (r *Resolver) Resolve(p string) (abs, rel string, err error) {
 	} else {
 		abs = filepath.Join(r.root, filepath.FromSlash(p))
 	}
-	rl, ok := within(r.root, abs)
+	rl, ok := Within(r.root, abs)
 	if !ok && filepath.IsAbs(p) {
 		// An absolute path may name the root through a symlinked prefix
 		// (/tmp vs /private/tmp): compare resolved forms.
 		if rd, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-			rl, ok = within(r.realRoot, filepath.Join(rd, filepath.Base(abs)))
+			rl, ok = Within(r.realRoot, filepath.Join(rd, filepath.Base(abs)))
 		}
 	}
 	if !ok {
@@ -102,8 +102,8 @@ func (r *Resolver) Resolve(p string) (abs, rel string, err error) {
 	return abs, filepath.ToSlash(rl), nil
 }
 
-// within returns path relative to root when it lies strictly inside it.
-func within(root, path string) (string, bool) {
+// Within returns path relative to root when it lies strictly inside it.
+func Within(root, path string) (string, bool) {
 	r, err := filepath.Rel(root, path)
 	if err != nil || r == "." || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
 		return "", false
@@ -135,7 +135,7 @@ func (r *Resolver) checkSymlinks(rel string) error {
 			if err != nil {
 				return fmt.Errorf("symlink %s cannot be resolved", cur)
 			}
-			if _, ok := within(r.realRoot, target); !ok && target != r.realRoot {
+			if _, ok := Within(r.realRoot, target); !ok && target != r.realRoot {
 				return fmt.Errorf("symlink %s leads outside the repository root", cur)
 			}
 		}
