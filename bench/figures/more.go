@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/learnwatch/learnwatch/bench/stalegen/fixture"
@@ -174,8 +173,5 @@ func runRSS(stdin, name string, args ...string) (time.Duration, int64) {
 		return d, 0
 	}
 	d, ps := runOnce(exec.Command(name, args...), stdin)
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return d, ru.Maxrss * 1024
-	}
-	return d, 0
+	return d, maxRSS(ps)
 }
