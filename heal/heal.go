@@ -137,6 +137,11 @@ type Result struct {
 	// because of git (a checkout, rebase or stash; gitView.checkedOut):
 	// not an edit, their recorded hash is kept.
 	CheckedOut int `json:"checked_out"`
+	// Moved counts artifacts a person moved or renamed (moved.go): the
+	// manifest entry follows the file, no penalty.
+	Moved int `json:"moved"`
+	// MovedTo lists them: "obs_x: old/path.md -> new/path.md".
+	MovedTo []string `json:"moved_to,omitempty"`
 
 	Deleted    []string `json:"deleted,omitempty"`
 	Edited     []string `json:"edited,omitempty"`
@@ -227,7 +232,10 @@ type State struct {
 	// BackByCheckout the penalised ones present again only because HEAD
 	// moved to another line. Head is the checked-out commit when there was
 	// anything to decide.
-	Absent         map[string]bool
+	Absent map[string]bool
+	// Moved holds, per missing artifact a person moved (moved.go), the
+	// file it moved to (relative path) and its content.
+	Moved          map[string]movedFile
 	CheckedOut     map[string]bool
 	BackByCheckout map[string]bool
 	Head           string
@@ -624,7 +632,9 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 		}
 	}
 	st.vouched = vouched
+	movesFound := st.findMoves()
 	st.askGit()
+	movesFound()
 	return st, nil
 }
 
@@ -1035,6 +1045,21 @@ func Plan(st *State, now time.Time) Result {
 				res.AbsentIDs = append(res.AbsentIDs, id)
 				keep(e, note)
 				continue
+			}
+			if to, ok := st.Moved[key]; ok && e.AnchorID == "" {
+				if o := ln.Observation(); o != nil {
+					// Moved or renamed by a person: the entry (and the
+					// observation's artifact_path) follow the file.
+					res.Moved++
+					res.MovedTo = append(res.MovedTo, fmt.Sprintf("%s: %s -> %s", id, rel, to.rel))
+					e.Path = movedPath(st.Root, e.Path, to.rel)
+					if o.ArtifactPath != "" {
+						o.ArtifactPath = movedPath(st.Root, o.ArtifactPath, to.rel)
+					}
+					st.Rel[e.Path], st.Files[to.rel] = to.rel, to.b
+					keep(e, entryNote{rel: to.rel})
+					continue
+				}
 			}
 			if st.Confirm != nil && !st.Confirm[key] {
 				res.Pending = append(res.Pending, key)
@@ -1595,7 +1620,7 @@ func (r Result) Summary() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"absent", r.Absent}, {"checked out", r.CheckedOut}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
+	}{{"moved", r.Moved}, {"absent", r.Absent}, {"checked out", r.CheckedOut}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
 		if kv.v > 0 {
 			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
 		}

@@ -458,12 +458,15 @@ func (w *watcher) fire(ctx context.Context) {
 	w.state.Counters.Rendered += len(res.Rendered)
 	w.state.LastReconcileAt = time.Now().UTC().Format(time.RFC3339Nano)
 	lvl := slog.LevelDebug
-	if res.Deletions+res.Edits+res.Healed+len(res.Rendered) > 0 || reason == "startup" {
+	if res.Deletions+res.Edits+res.Healed+res.Moved+len(res.Rendered) > 0 || reason == "startup" {
 		lvl = slog.LevelInfo
 	}
 	w.log.Log(ctx, lvl, "reconciled", "reason", reason, "waited_ms", waited.Milliseconds(), "took_ms", took.Milliseconds(),
 		"deletions", res.Deletions, "edits", res.Edits, "unchanged", res.Unchanged, "healed", res.Healed,
 		"rendered", len(res.Rendered), "deleted", head(res.Deleted), "edited", head(res.Edited))
+	if res.Moved > 0 {
+		w.log.Info("moved artifacts followed (not deletions)", "moved", head(res.MovedTo))
+	}
 	for _, p := range res.Problems {
 		w.log.Warn("reconcile problem", "problem", p)
 	}

@@ -182,6 +182,9 @@ func newReconcileCmd(a *app) *cobra.Command {
 				for _, id := range res.CheckedOutIDs {
 					fmt.Fprintf(w, "  checked out: %s has another branch's version here (git's doing, not an edit: its recorded hash is kept)\n", id)
 				}
+				for _, m := range res.MovedTo {
+					fmt.Fprintf(w, "  moved artifact: %s (followed to its new path, not a deletion)\n", textsafe.Line(m, 500))
+				}
 			})
 		},
 	}

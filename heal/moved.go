@@ -1,0 +1,204 @@
+package heal
+
+// Moved artifacts: a command or skill a person renamed or moved (mv, git
+// mv) — promoted out of self-learning/ into the project's own commands,
+// say — is still an artifact the agent uses. It is not a deletion: the
+// manifest entry follows the file to its new path.
+//
+// A missing whole-file artifact that the pass would call deleted (git
+// does not explain its absence) has moved when a file of the same kind
+// that no manifest entry names holds exactly its recorded content: a
+// command is any *.md below .claude/commands/, a skill a SKILL.md in a
+// directory of its own below .claude/skills/. A file moved elsewhere (out
+// of those directories, or renamed to foo.md.bak) no longer works as one:
+// a deletion. A file moved and edited at once does not match: a deletion,
+// then the new file is the person's own (git's exact rename detection,
+// not its similarity score).
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// Artifact roots and kinds, relative to the repository root.
+const (
+	commandsRoot = ".claude/commands"
+	skillsRoot   = ".claude/skills"
+	skillFile    = "SKILL.md"
+)
+
+// maxMoveCandidates bounds the files listed and read looking for moves:
+// a directory of commands larger than that is not searched further.
+const maxMoveCandidates = 20000
+
+// maxMoveDepth bounds how deep below .claude/commands the listing goes.
+const maxMoveDepth = 8
+
+// artifactKind says what kind of artifact rel (slash-separated, relative
+// to the root) is: "command", "skill", or "" for anything else.
+func artifactKind(rel string) string {
+	switch {
+	case strings.HasPrefix(rel, commandsRoot+"/") && strings.HasSuffix(rel, ".md"):
+		return "command"
+	case strings.HasPrefix(rel, skillsRoot+"/") && path.Base(rel) == skillFile &&
+		strings.Count(strings.TrimPrefix(rel, skillsRoot+"/"), "/") == 1:
+		return "skill"
+	}
+	return ""
+}
+
+// findMoves starts looking for moved artifacts and returns the function
+// that fills st.Moved once askGit has run: for each whole-file artifact
+// missing from the work tree, not absent because of git and not penalised
+// yet, the unregistered artifact file of its kind that holds its recorded
+// content (each file given to one entry, in manifest order; the first such
+// file in path order). The directories are listed on another goroutine
+// while git is asked (a few milliseconds for thousands of commands), and
+// only when an artifact of that kind is missing.
+func (st *State) findMoves() (finish func()) {
+	st.Moved = map[string]movedFile{}
+	var wants []struct{ key, kind, hash string }
+	kinds := map[string]bool{}
+	for _, e := range st.Manifest.Entries {
+		if e.AnchorID != "" || e.Deleted != nil {
+			continue
+		}
+		rel, ok := st.Rel[e.Path]
+		if !ok || !st.Missing[rel] {
+			continue
+		}
+		if kind := artifactKind(rel); kind != "" {
+			wants = append(wants, struct{ key, kind, hash string }{rel, kind, e.ContentHash})
+			kinds[kind] = true
+		}
+	}
+	if len(wants) == 0 {
+		return func() {}
+	}
+	registered := make(map[string]bool, len(st.Rel)+len(st.Knowledge))
+	for _, rel := range st.Rel {
+		registered[rel] = true
+	}
+	for rel := range st.Knowledge {
+		registered[rel] = true
+	}
+	listed := make(chan []string, 1)
+	go func() { listed <- listArtifacts(st.Root, kinds, registered) }()
+	return func() {
+		cands := <-listed
+		st.matchMoves(wants, cands)
+	}
+}
+
+// matchMoves gives each missing entry not absent because of git the
+// first candidate of its kind holding its recorded content.
+func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []string) {
+	taken := map[string]bool{}
+	contents := map[string][]byte{}
+	for _, w := range wants {
+		if st.Absent[w.key] {
+			continue
+		}
+		for _, c := range cands {
+			if taken[c] || artifactKind(c) != w.kind {
+				continue
+			}
+			b, ok := contents[c]
+			if !ok {
+				b, _ = safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), safefs.MaxKnowledge)
+				contents[c] = b
+			}
+			if b != nil && manifest.Unchanged(w.hash, b, b) {
+				st.Moved[w.key] = movedFile{rel: c, b: b}
+				taken[c] = true
+				break
+			}
+		}
+	}
+}
+
+// movedFile is the content of a file an entry moved to, as findMoves read
+// it (Plan records it as the pass's view of that file).
+type movedFile struct {
+	rel string
+	b   []byte
+}
+
+// listArtifacts lists the files of the kinds asked for below root that
+// registered does not hold (slash paths, sorted): real files in real
+// directories only, no symlink followed, at most maxMoveCandidates
+// entries looked at.
+func listArtifacts(root string, kinds, registered map[string]bool) []string {
+	var out []string
+	seen := 0
+	var walk func(rel string, depth int)
+	walk = func(rel string, depth int) {
+		if depth > maxMoveDepth || seen >= maxMoveCandidates {
+			return
+		}
+		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return
+		}
+		for _, d := range ents {
+			if seen++; seen > maxMoveCandidates {
+				return
+			}
+			child := rel + "/" + d.Name()
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
+			case d.IsDir():
+				walk(child, depth+1)
+			case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".md") && !registered[child]:
+				out = append(out, child)
+			}
+		}
+	}
+	if kinds["command"] && isRealDir(root, commandsRoot) {
+		walk(commandsRoot, 0)
+	}
+	if kinds["skill"] && isRealDir(root, skillsRoot) {
+		ents, _ := os.ReadDir(filepath.Join(root, filepath.FromSlash(skillsRoot)))
+		for _, d := range ents {
+			f := skillsRoot + "/" + d.Name() + "/" + skillFile
+			if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 || registered[f] {
+				continue
+			}
+			if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(f))); err == nil && fi.Mode().IsRegular() {
+				out = append(out, f)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isRealDir reports whether every component of rel below root is a real
+// directory (none a symlink).
+func isRealDir(root, rel string) bool {
+	cur := root
+	for _, part := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, part)
+		fi, err := os.Lstat(cur)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
+}
+
+// movedPath spells the new path to like old: absolute when old is (the
+// legacy manifest's spelling), else relative and slash-separated.
+func movedPath(root, old, to string) string {
+	if filepath.IsAbs(old) {
+		return filepath.Join(root, filepath.FromSlash(to))
+	}
+	return to
+}

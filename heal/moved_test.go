@@ -1,0 +1,171 @@
+package heal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// movedRepo renders two workflows and a procedural observation (a skill)
+// and returns the root with each one's artifact (relative path) by id.
+func movedRepo(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	root := t.TempDir()
+	putFile(t, root, ".memory/learning-log.jsonl",
+		readyObs("obs_a", manifest.Workflow, "Run the release checklist", "Steps: tag, build, publish.")+
+			readyObs("obs_b", manifest.Workflow, "Rotate the staging keys", "Steps: revoke, issue, deploy.")+
+			readyObs("obs_c", manifest.Procedural, "Profile a slow handler", "Steps: pprof, flame graph."))
+	runRender(t, root)
+	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts := map[string]string{}
+	for _, e := range m.Entries {
+		arts[e.ObservationID] = e.Path
+	}
+	if len(arts) != 3 {
+		t.Fatalf("rendered %v", arts)
+	}
+	runReconcile(t, root)
+	return root, arts
+}
+
+func move(t *testing.T, root, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, to)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, from), filepath.Join(root, to)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// entryPath is the manifest path of id's entry and whether it is penalised.
+func entryPath(t *testing.T, root, id string) (string, bool) {
+	t.Helper()
+	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range m.Entries {
+		if e.ObservationID == id {
+			return e.Path, e.Deleted != nil
+		}
+	}
+	t.Fatalf("no entry for %s", id)
+	return "", false
+}
+
+func TestMovedArtifactFollowed(t *testing.T) {
+	cases := []struct {
+		name  string
+		id    string
+		to    func(from string) string
+		edit  bool
+		moved bool
+	}{
+		{"renamed in its directory", "obs_a", func(string) string { return ".claude/commands/self-learning/release.md" }, false, true},
+		{"promoted to the project's commands", "obs_a", func(string) string { return ".claude/commands/release.md" }, false, true},
+		{"into a namespace directory", "obs_b", func(string) string { return ".claude/commands/ops/keys.md" }, false, true},
+		{"a skill's directory renamed", "obs_c", func(string) string { return ".claude/skills/profiling/SKILL.md" }, false, true},
+		{"moved aside (.bak): no longer a command", "obs_a", func(f string) string { return f + ".bak" }, false, false},
+		{"moved out of the commands", "obs_a", func(string) string { return "docs/release.md" }, false, false},
+		{"a skill moved among the commands: another kind", "obs_c", func(string) string { return ".claude/commands/profiling.md" }, false, false},
+		{"moved and edited at once", "obs_a", func(string) string { return ".claude/commands/release.md" }, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root, arts := movedRepo(t)
+			from, to := arts[c.id], c.to(arts[c.id])
+			move(t, root, from, to)
+			if c.edit {
+				f, _ := os.OpenFile(filepath.Join(root, to), os.O_APPEND|os.O_WRONLY, 0)
+				f.WriteString("\nMy own step.\n")
+				f.Close()
+			}
+			res := runReconcile(t, root)
+			path, penalised := entryPath(t, root, c.id)
+			if !c.moved {
+				if res.Moved != 0 || res.Deletions != 1 || !penalised || path != from {
+					t.Fatalf("moved %d deletions %d, entry %s penalised %v: want a deletion of %s", res.Moved, res.Deletions, path, penalised, from)
+				}
+				return
+			}
+			if res.Moved != 1 || res.Deletions != 0 || penalised || path != to || len(res.Events) != 2 {
+				t.Fatalf("moved %d deletions %d events %d, entry %s penalised %v: want it at %s", res.Moved, res.Deletions, len(res.Events), path, penalised, to)
+			}
+			if want := c.id + ": " + from + " -> " + to; len(res.MovedTo) != 1 || res.MovedTo[0] != want {
+				t.Errorf("moved_to %q, want %q", res.MovedTo, want)
+			}
+			log, _ := os.ReadFile(manifest.PathsFor(root).Log)
+			if !strings.Contains(string(log), `"artifact_path":"`+to+`"`) {
+				t.Errorf("the observation's artifact_path does not follow:\n%s", log)
+			}
+			// Settled: unchanged at its new path; deleted there, a deletion.
+			if again := runReconcile(t, root); again.Moved != 0 || again.Deletions != 0 || again.Unchanged != 3 || len(again.Wrote) != 0 {
+				t.Fatalf("the pass after the move: %+v", again)
+			}
+			os.Remove(filepath.Join(root, to))
+			if gone := runReconcile(t, root); gone.Deletions != 1 || gone.Deleted[0] != c.id {
+				t.Fatalf("deleting the moved file: %+v", gone)
+			}
+		})
+	}
+}
+
+// A file another entry names, a symlink, or one file for two missing
+// entries with the same content: never taken twice, never followed.
+func TestMovedArtifactCandidates(t *testing.T) {
+	root, arts := movedRepo(t)
+	a, b := arts["obs_a"], arts["obs_b"]
+	ab, _ := os.ReadFile(filepath.Join(root, a))
+	// b gets a's content (an edit, recorded), then both go and one copy
+	// of the content appears elsewhere: one entry follows, one is deleted.
+	os.WriteFile(filepath.Join(root, b), ab, 0o644)
+	if r := runReconcile(t, root); r.Edits != 1 {
+		t.Fatalf("the edit: %+v", r)
+	}
+	move(t, root, a, ".claude/commands/one.md")
+	os.Remove(filepath.Join(root, b))
+	res := runReconcile(t, root)
+	if res.Moved != 1 || res.Deletions != 1 || !strings.HasPrefix(res.MovedTo[0], "obs_a: ") {
+		t.Fatalf("two entries, one copy: %+v", res)
+	}
+
+	root, arts = movedRepo(t)
+	a = arts["obs_a"]
+	target := filepath.Join(t.TempDir(), "outside.md")
+	os.Rename(filepath.Join(root, a), target)
+	if err := os.Symlink(target, filepath.Join(root, ".claude/commands/linked.md")); err != nil {
+		t.Fatal(err)
+	}
+	if res := runReconcile(t, root); res.Moved != 0 || res.Deletions != 1 {
+		t.Fatalf("a symlink to the content out of the repository: %+v", res)
+	}
+}
+
+// A legacy manifest spells paths absolute: the moved entry's path is
+// spelled the same way.
+func TestMovedArtifactLegacyAbsolute(t *testing.T) {
+	root, arts := movedRepo(t)
+	p := manifest.PathsFor(root).Manifest
+	m, _, _ := manifest.ReadManifest(p)
+	for i := range m.Entries {
+		m.Entries[i].Path = filepath.Join(root, filepath.FromSlash(m.Entries[i].Path))
+	}
+	b, _ := m.Encode()
+	os.WriteFile(p, b, 0o644)
+	if r := runReconcile(t, root); r.Unchanged != 3 {
+		t.Fatalf("absolute paths: %+v", r)
+	}
+	move(t, root, arts["obs_b"], ".claude/commands/keys.md")
+	res := runReconcile(t, root)
+	path, _ := entryPath(t, root, "obs_b")
+	if res.Moved != 1 || path != filepath.Join(root, ".claude", "commands", "keys.md") {
+		t.Fatalf("moved %d, path %s", res.Moved, path)
+	}
+}
