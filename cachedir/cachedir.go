@@ -11,6 +11,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/learnwatch/learnwatch/manifest"
@@ -67,6 +68,17 @@ func ReadGob(root, name, magic string, max int64, v any) bool {
 // A memory directory that cannot be written (a read-only checkout) is not
 // an error: the cache is only missing.
 func WriteGob(root, name, magic string, v any) error {
+	return writeGob(root, name, magic, v, manifest.WriteFile)
+}
+
+// WriteGobUnsynced is WriteGob without the fsyncs, for a cache whose loss
+// or truncation by a power cut costs nothing but a pass (ReadGob refuses
+// a file that does not decode).
+func WriteGobUnsynced(root, name, magic string, v any) error {
+	return writeGob(root, name, magic, v, manifest.WriteFileUnsynced)
+}
+
+func writeGob(root, name, magic string, v any, write func(string, []byte, os.FileMode) error) error {
 	var buf bytes.Buffer
 	buf.WriteString(magic)
 	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
@@ -74,7 +86,7 @@ func WriteGob(root, name, magic string, v any) error {
 	}
 	_, err := Ensure(root)
 	if err == nil {
-		err = manifest.WriteFile(Path(root, name), buf.Bytes(), 0o644)
+		err = write(Path(root, name), buf.Bytes(), 0o644)
 	}
 	if errors.Is(err, fs.ErrPermission) {
 		return nil

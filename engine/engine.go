@@ -257,13 +257,26 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	}
 	e.failed = err != nil
 	rep.Result = res
+	// The replay record is written while the policy is refreshed: a pass
+	// that recorded feedback (the only kind that refreshes it) is never
+	// replayable, and its record holds paths, not stats, so the two touch
+	// nothing in common.
+	recorded := func() {}
 	if start != nil && err == nil {
-		recErr, factsErr := e.recordReplay(key, res, start)
-		if recErr != nil {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("pass replay record not written (the next pass runs in full): %v", recErr))
-		}
-		if factsErr != nil {
-			rep.Warnings = append(rep.Warnings, factsErr.Error())
+		var recErr, factsErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			recErr, factsErr = e.recordReplay(key, res, start)
+		}()
+		recorded = func() {
+			<-done
+			if recErr != nil {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("pass replay record not written (the next pass runs in full): %v", recErr))
+			}
+			if factsErr != nil {
+				rep.Warnings = append(rep.Warnings, factsErr.Error())
+			}
 		}
 	}
 	if res.CacheErr != nil {
@@ -273,11 +286,15 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		rep.Warnings = append(rep.Warnings, cacheWarning("staleness", res.StaleCacheErr))
 	}
 	if err != nil {
+		recorded()
 		return rep, err
 	}
+	var policyWarnings []string
 	if res.Recorded+res.Inbox.Feedback > 0 {
-		rep.Warnings = append(rep.Warnings, e.refreshPolicy(ctx, p.Now)...)
+		policyWarnings = e.refreshPolicy(ctx, p.Now)
 	}
+	recorded()
+	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
 }
 

@@ -375,7 +375,15 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 		return heal.Result{}, false, start
 	}
 	rec := readReplay(e.root)
-	if rec == nil || rec.Key != key {
+	if rec == nil {
+		return heal.Result{}, false, start
+	}
+	if rec.Key != key {
+		// Another kind of pass recorded it (the reconcile command, a
+		// hook): never replayed here, but its paths stat'ed now let the
+		// full pass confirm its own record and skip those stats.
+		start.rec, start.stats = rec, statsNow(rec)
+		changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat)) // the listings' hashes
 		return heal.Result{}, false, start
 	}
 	// The day's first session pass records kept events: never a replay
@@ -448,13 +456,25 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 	// Every directory from the root down to each input's parent: one
 	// swapped for a symlink would change what the pass may read.
 	add(root, depWay)
+	walked := map[string]bool{} // directories whose way up is added
+	clean := filepath.Clean(root)
+	prefix := clean + string(filepath.Separator)
 	for _, f := range files {
-		rel, err := filepath.Rel(root, f)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
+		if !strings.HasPrefix(f, prefix) || filepath.Clean(f) != f {
+			f = wayFrom(clean, f)
+			if f == "" {
+				continue
+			}
 		}
-		for d := filepath.Dir(rel); d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
-			add(filepath.Join(root, d), depWay)
+		// Each parent below the root, as a prefix of f (f is clean):
+		// no path is built, and a directory met before ends the walk.
+		for i := strings.LastIndexByte(f, filepath.Separator); i > len(clean); i = strings.LastIndexByte(f[:i], filepath.Separator) {
+			p := f[:i]
+			if walked[p] {
+				break // and every directory above it
+			}
+			walked[p] = true
+			add(p, depWay)
 		}
 	}
 	if !res.StaleInputs.Git {
@@ -478,6 +498,16 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 	return paths, kinds
 }
 
+// wayFrom is f spelled as root joined with its path relative to root, or
+// "" when f is not below root.
+func wayFrom(root, f string) string {
+	rel, err := filepath.Rel(root, f)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	return filepath.Join(root, rel)
+}
+
 // recordable reports whether a full pass left the memory as it found it,
 // so that its report is what any pass on the same inputs reports.
 func recordable(res heal.Result) bool {
@@ -498,10 +528,21 @@ func recordable(res heal.Result) bool {
 func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (recErr, factsErr error) {
 	path := cachedir.Path(e.root, ReplayFile)
 	if !recordable(res) {
-		if start.rec != nil {
-			_ = os.Remove(path)
+		if len(res.Inputs) == 0 {
+			if start.rec != nil {
+				_ = os.Remove(path)
+			}
+			return nil, nil
 		}
-		return nil, nil
+		// A pass that wrote leaves no report to replay, only what it
+		// depended on, unconfirmed and with no stats: the next pass stats
+		// those paths before it reads anything (tryReplay), so its own
+		// record is confirmed at once instead of one full pass later.
+		rec := replayRecord{Key: key}
+		rec.Paths, rec.Kinds = deps(e.root, res)
+		rec.Stats = make([]depStat, len(rec.Paths))
+		// Never replayed, so not synced: a power cut costs one more pass.
+		return cachedir.WriteGobUnsynced(e.root, ReplayFile, replayMagic, toDisk(&rec)), nil
 	}
 	paths, kinds := deps(e.root, res)
 	rec := replayRecord{Key: key, Paths: paths, Kinds: kinds, Kept: res.Kept}

@@ -188,6 +188,70 @@ func TestReplayKey(t *testing.T) {
 	}
 }
 
+// After a pass that wrote, the next pass confirms its record at once (the
+// writing pass left the paths it depended on, stat'ed before the next one
+// reads), so the pass after it replays; a record another kind of pass left
+// (the reconcile command's, a hook's) serves the same way, never replayed.
+func TestReplayConfirmedOnePassAfterAWrite(t *testing.T) {
+	root, _ := memory(t)
+	pass := func(p Pass) Report {
+		t.Helper()
+		time.Sleep(25 * time.Millisecond)
+		e := New(root, config.Default(), nil)
+		e.replayQuiet = 20 * time.Millisecond
+		r, err := e.Reconcile(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	confirmed := func() bool {
+		rec := readReplay(root)
+		return rec != nil && rec.Confirmed
+	}
+	plain := Pass{Now: testNow}
+	for range 3 {
+		pass(plain)
+	}
+	if r := pass(plain); !r.Replayed {
+		t.Fatal("left alone, no pass was replayed")
+	}
+	cmds := filepath.Join(root, ".claude", "commands", "self-learning")
+	if err := os.Remove(filepath.Join(cmds, "run-the-linter-before-pushing.md")); err != nil {
+		t.Fatal(err)
+	}
+	if r := pass(plain); r.Replayed || r.Deletions != 1 || confirmed() {
+		t.Fatalf("the deletion's pass: %+v, confirmed %v", r.Result, confirmed())
+	}
+	if r := pass(plain); r.Replayed || !confirmed() {
+		t.Fatalf("the pass after the write: replayed %v, its record confirmed %v", r.Replayed, confirmed())
+	}
+	if r := pass(plain); !r.Replayed {
+		t.Fatal("the second pass after the write was not replayed")
+	}
+
+	// The reconcile command's pass (another key) writes an edit; a hook's
+	// plain pass after it confirms its own record from the command's paths.
+	f, err := os.OpenFile(filepath.Join(cmds, "rebase-on-main-before-review.md"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("\nMine.\n")
+	f.Close()
+	if r := pass(Pass{Now: testNow, MarkTracked: true}); r.Edits != 1 {
+		t.Fatalf("the command's pass: %+v", r.Result)
+	}
+	if r := pass(plain); r.Replayed || !confirmed() {
+		t.Fatalf("the hook's pass after the command's: replayed %v, confirmed %v", r.Replayed, confirmed())
+	}
+	if r := pass(plain); !r.Replayed {
+		t.Fatal("the hook's next pass was not replayed")
+	}
+	if r := pass(Pass{Now: testNow, MarkTracked: true}); r.Replayed || !confirmed() {
+		t.Fatalf("the command after the hook's: replayed %v (another key), confirmed %v", r.Replayed, confirmed())
+	}
+}
+
 // A replayed pass writes nothing, not even its record.
 func TestReplayWritesNothing(t *testing.T) {
 	tw := newTwin(t, "")

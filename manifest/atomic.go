@@ -63,6 +63,21 @@ func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) e
 	return s.Commit()
 }
 
+// WriteFileUnsynced replaces path with data atomically like WriteFile,
+// without its fsyncs: for a disposable cache whose reader refuses what a
+// power cut may leave of it (an empty or short file), where a lost write
+// costs a rebuild, never data.
+func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
+	s, err := stageWith(path, perm, false, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return s.Commit()
+}
+
 // Staged is a file written in full, and synced, under a temporary name
 // next to the path it is to replace: WriteFile's first half. Commit
 // replaces the path with it, Abort drops it. Staging writes nothing a
@@ -70,6 +85,7 @@ func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) e
 // the order their readers rely on.
 type Staged struct {
 	path, tmp string
+	nosync    bool // WriteFileUnsynced's: neither the file nor its directory synced
 }
 
 // StageFile stages data for path (WriteFile without the rename).
@@ -83,6 +99,11 @@ func StageFile(path string, data []byte, perm os.FileMode) (*Staged, error) {
 // stageFrom writes what write writes to a new temporary file next to
 // path, created with O_EXCL, and syncs it; on error it leaves nothing.
 func stageFrom(path string, perm os.FileMode, write func(io.Writer) error) (*Staged, error) {
+	return stageWith(path, perm, true, write)
+}
+
+// stageWith is stageFrom, the file synced or not.
+func stageWith(path string, perm os.FileMode, sync bool, write func(io.Writer) error) (*Staged, error) {
 	dir := filepath.Dir(path)
 	if err := safefs.MkdirAll(dir); err != nil {
 		return nil, err
@@ -121,14 +142,16 @@ func stageFrom(path string, perm os.FileMode, write func(io.Writer) error) (*Sta
 	if err := bw.Flush(); err != nil {
 		return fail(fmt.Errorf("write %s: %w", path, err))
 	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("sync %s: %w", path, err))
+	if sync {
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("sync %s: %w", path, err))
+		}
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("close %s: %w", path, err)
 	}
-	return &Staged{path: path, tmp: tmp}, nil
+	return &Staged{path: path, tmp: tmp, nosync: !sync}, nil
 }
 
 // Commit renames the staged file over its path and syncs the directory.
@@ -136,6 +159,9 @@ func (s *Staged) Commit() error {
 	if err := os.Rename(s.tmp, s.path); err != nil {
 		os.Remove(s.tmp)
 		return fmt.Errorf("replace %s: %w", s.path, err)
+	}
+	if s.nosync {
+		return nil
 	}
 	return syncDir(filepath.Dir(s.path))
 }
