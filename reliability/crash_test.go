@@ -898,6 +898,7 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 	// citation of the transcript must then be counted exactly once.
 	transcript := filepath.Join(t.TempDir(), "session.jsonl")
 	cited := map[string]int{}
+	edited := map[string]bool{} // artifacts the scenario edited
 	nOps := 4 + rng.IntN(8)
 	clock := 20
 	for op := 0; op < nOps; op++ {
@@ -932,17 +933,41 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 			c = args("cite", "--transcript", transcript, "--session", "agent")
 			foreign = rng.IntN(3) == 0
 		default:
-			// A person edits a rendered artifact.
+			// A person edits a rendered artifact, or renames a command.
 			obs := readObs(root)
 			var arts []string
+			artID := map[string]string{}
 			for _, id := range pool {
 				if o := obs[id]; o.Status == "created" && o.ArtifactPath != "" && !strings.Contains(o.ArtifactPath, "#") {
 					arts = append(arts, o.ArtifactPath)
+					artID[o.ArtifactPath] = id
 				}
 			}
 			if len(arts) > 0 {
 				a := arts[rng.IntN(len(arts))]
+				if strings.HasPrefix(a, ".claude/commands/") && !edited[a] && rng.IntN(2) == 0 {
+					// …or renames a command it never edited (its content
+					// is the recorded one): followed, never penalised. (One
+					// edited and moved before a pass saw the edit is a
+					// deletion by the rule: not modelled here.)
+					to := fmt.Sprintf(".claude/commands/moved-%d.md", op)
+					if os.Rename(filepath.Join(root, a), filepath.Join(root, to)) == nil {
+						log = append(log, "move "+a+" -> "+to)
+						if exp.killed {
+							// A render killed between its log and manifest
+							// writes may have left it unregistered: moved
+							// then, nothing names the file it moved to (as
+							// a deletion then would leave it unnoticed).
+							if exp.dangling == nil {
+								exp.dangling = map[string]bool{}
+							}
+							exp.dangling[artID[a]] = true
+						}
+					}
+					continue
+				}
 				appendFile(t, filepath.Join(root, a), fmt.Sprintf("\nedit %d\n", op))
+				edited[a] = true
 				log = append(log, "edit "+a)
 			}
 			continue
