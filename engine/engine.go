@@ -47,6 +47,8 @@ type Engine struct {
 	// failed is set when the last pass failed: the files it was told
 	// about are lost, so the next pass checks every file.
 	failed bool
+	// arrived are the watcher's arrivals not spent yet (Pass.Arrived).
+	arrived map[string]bool
 	// folded is the feedback fold of the last policy refresh: the ranking
 	// that follows a session start reuses it while the journal is
 	// unchanged, so a session start folds the journal once.
@@ -115,6 +117,12 @@ type Pass struct {
 	// watcher's events of a burst. The others are neither read nor
 	// stat'ed when the stat cache knows them. Nil checks every file.
 	Touched map[string]bool
+	// Arrived, with Touched, are the paths (relative to the root,
+	// slash-separated) the watcher saw created under .claude/commands and
+	// .claude/skills in the burst: where a missing artifact may have moved
+	// (heal.Options.Arrived). The engine keeps them until a pass leaves
+	// nothing pending, so a move the grace window holds is still seen.
+	Arrived map[string]bool
 	// Deferred is the watcher's pass: it records what the burst did (the
 	// log, the manifest, the usage file, the feedback events) and leaves
 	// the staleness pass and the stat cache write to Settle, which the
@@ -227,6 +235,15 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	if e.failed {
 		opts.Touched = nil
 	}
+	if opts.Touched != nil {
+		for rel := range p.Arrived {
+			if e.arrived == nil {
+				e.arrived = map[string]bool{}
+			}
+			e.arrived[rel] = true
+		}
+		opts.Arrived = e.arrived
+	}
 	if p.Render {
 		pol, warn := e.Policy()
 		rep.Warnings = append(rep.Warnings, warn...)
@@ -256,6 +273,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		res.Inbox = drained
 	}
 	e.failed = err != nil
+	if err == nil && len(res.Pending) == 0 {
+		e.arrived = nil // no deletion waits: the arrivals are spent
+	}
 	rep.Result = res
 	// The replay record is written while the policy is refreshed: a pass
 	// that recorded feedback (the only kind that refreshes it) is never

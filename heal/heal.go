@@ -91,6 +91,12 @@ type Options struct {
 	// stat'ed. The watcher sets it from the events of a burst; nil stats
 	// every artifact.
 	Touched map[string]bool
+	// Arrived, with Touched, are the paths (relative, slash-separated)
+	// created under .claude/commands and .claude/skills since the
+	// watcher's last pass that left nothing pending: the only files a
+	// missing artifact may have moved to (moved.go). Without Touched the
+	// pass lists those directories instead.
+	Arrived map[string]bool
 	// Known are lstats the caller took moments before the pass, by
 	// absolute path (the engine's replay check stats every input of the
 	// last pass): the pass takes them instead of stat'ing those paths
@@ -437,7 +443,7 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 // loadWith is LoadWith trusting the cache without a stat for the files
 // outside touched (Options.Touched), when touched is not nil.
 func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
-	return loadWarm(root, cache, touched, nil, nil)
+	return loadWarm(root, cache, touched, nil, nil, nil)
 }
 
 // loadWarm is loadWith taking the log, manifest, usage and knowledge files
@@ -446,7 +452,7 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 //
 // known are lstats taken moments before the pass (Options.Known): a path
 // in it is not stat'ed again, neither to resolve it nor for the stat cache.
-func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *Warm, known statcache.Known) (*State, error) {
+func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]bool, w *Warm, known statcache.Known) (*State, error) {
 	p := manifest.PathsFor(root)
 	st := &State{Root: root, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
@@ -632,7 +638,14 @@ func loadWarm(root string, cache *statcache.Cache, touched map[string]bool, w *W
 		}
 	}
 	st.vouched = vouched
-	movesFound := st.findMoves()
+	var only map[string]bool // the watcher's arrivals: no listing
+	if touched != nil {
+		only = arrived
+		if only == nil {
+			only = map[string]bool{}
+		}
+	}
+	movesFound := st.findMoves(scope, only)
 	st.askGit()
 	movesFound()
 	return st, nil
@@ -1372,7 +1385,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	// git wrote the worktree writes nothing (ErrGitMoved).
 	gitDir, _ := gitrepo.GitDir(root)
 	stamp := gitrepo.StampOf(gitDir)
-	st, err := loadWarm(root, cache, touched, warm, opts.Known)
+	st, err := loadWarm(root, cache, touched, opts.Arrived, warm, opts.Known)
 	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
 		return Result{}, err

@@ -61,12 +61,16 @@ func artifactKind(rel string) string {
 // content (each file given to one entry, in manifest order; the first such
 // file in path order). The directories are listed on another goroutine
 // while git is asked (a few milliseconds for thousands of commands), and
-// only when an artifact of that kind is missing.
-func (st *State) findMoves() (finish func()) {
+// only when an artifact of that kind is missing. scope are the entries the
+// pass looked at (the others' outcomes stand). only, when not nil, holds
+// the paths that can be candidates (the watcher's arrivals: a directory
+// among them is listed): nothing else is listed, so a watcher's pass costs
+// what its events name, not what the repository holds.
+func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish func()) {
 	st.Moved = map[string]movedFile{}
 	var wants []struct{ key, kind, hash string }
 	kinds := map[string]bool{}
-	for _, e := range st.Manifest.Entries {
+	for _, e := range scope {
 		if e.AnchorID != "" || e.Deleted != nil {
 			continue
 		}
@@ -82,15 +86,26 @@ func (st *State) findMoves() (finish func()) {
 	if len(wants) == 0 {
 		return func() {}
 	}
-	registered := make(map[string]bool, len(st.Rel)+len(st.Knowledge))
-	for _, rel := range st.Rel {
-		registered[rel] = true
-	}
-	for rel := range st.Knowledge {
-		registered[rel] = true
+	// Most files listed are other entries' artifacts: a manifest path is
+	// spelled relative or absolute, so two lookups leave them out without
+	// a set of every entry built per pass. (A match is checked against
+	// every entry before it is taken: matchMoves.)
+	root := st.Root
+	named := func(rel string) bool {
+		if _, ok := st.Rel[rel]; ok {
+			return true
+		}
+		_, ok := st.Rel[filepath.Join(root, filepath.FromSlash(rel))]
+		return ok
 	}
 	listed := make(chan []string, 1)
-	go func() { listed <- listArtifacts(st.Root, kinds, registered) }()
+	go func() {
+		if only != nil {
+			listed <- arrivedArtifacts(root, only, named)
+			return
+		}
+		listed <- listArtifacts(root, kinds, named)
+	}()
 	return func() {
 		cands := <-listed
 		st.matchMoves(wants, cands)
@@ -100,6 +115,19 @@ func (st *State) findMoves() (finish func()) {
 // matchMoves gives each missing entry not absent because of git the
 // first candidate of its kind holding its recorded content.
 func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []string) {
+	var registered map[string]bool // every entry's file, built for the first match
+	isRegistered := func(rel string) bool {
+		if registered == nil {
+			registered = make(map[string]bool, len(st.Rel)+len(st.Knowledge))
+			for _, r := range st.Rel {
+				registered[r] = true
+			}
+			for r := range st.Knowledge {
+				registered[r] = true
+			}
+		}
+		return registered[rel]
+	}
 	taken := map[string]bool{}
 	contents := map[string][]byte{}
 	for _, w := range wants {
@@ -115,7 +143,7 @@ func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []st
 				b, _ = safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), safefs.MaxKnowledge)
 				contents[c] = b
 			}
-			if b != nil && manifest.Unchanged(w.hash, b, b) {
+			if b != nil && manifest.Unchanged(w.hash, b, b) && !isRegistered(c) {
 				st.Moved[w.key] = movedFile{rel: c, b: b}
 				taken[c] = true
 				break
@@ -135,7 +163,7 @@ type movedFile struct {
 // registered does not hold (slash paths, sorted): real files in real
 // directories only, no symlink followed, at most maxMoveCandidates
 // entries looked at.
-func listArtifacts(root string, kinds, registered map[string]bool) []string {
+func listArtifacts(root string, kinds map[string]bool, registered func(rel string) bool) []string {
 	var out []string
 	seen := 0
 	var walk func(rel string, depth int)
@@ -143,7 +171,7 @@ func listArtifacts(root string, kinds, registered map[string]bool) []string {
 		if depth > maxMoveDepth || seen >= maxMoveCandidates {
 			return
 		}
-		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		ents, err := readDir(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
 			return
 		}
@@ -156,7 +184,7 @@ func listArtifacts(root string, kinds, registered map[string]bool) []string {
 			case d.Type()&fs.ModeSymlink != 0:
 			case d.IsDir():
 				walk(child, depth+1)
-			case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".md") && !registered[child]:
+			case d.Type().IsRegular() && strings.HasSuffix(d.Name(), ".md") && !registered(child):
 				out = append(out, child)
 			}
 		}
@@ -165,10 +193,10 @@ func listArtifacts(root string, kinds, registered map[string]bool) []string {
 		walk(commandsRoot, 0)
 	}
 	if kinds["skill"] && isRealDir(root, skillsRoot) {
-		ents, _ := os.ReadDir(filepath.Join(root, filepath.FromSlash(skillsRoot)))
+		ents, _ := readDir(filepath.Join(root, filepath.FromSlash(skillsRoot)))
 		for _, d := range ents {
 			f := skillsRoot + "/" + d.Name() + "/" + skillFile
-			if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 || registered[f] {
+			if !d.IsDir() || d.Type()&fs.ModeSymlink != 0 || registered(f) {
 				continue
 			}
 			if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(f))); err == nil && fi.Mode().IsRegular() {
@@ -178,6 +206,61 @@ func listArtifacts(root string, kinds, registered map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// arrivedArtifacts lists the command and skill files among the arrived
+// paths, and in the arrived directories (a skill directory moved, a
+// directory of commands), that registered does not hold: sorted, real
+// files in real directories only.
+func arrivedArtifacts(root string, arrived map[string]bool, registered func(rel string) bool) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(rel string) {
+		if seen[rel] || registered(rel) || artifactKind(rel) == "" {
+			return
+		}
+		seen[rel] = true
+		if fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel))); err == nil && fi.Mode().IsRegular() {
+			out = append(out, rel)
+		}
+	}
+	n := 0
+	for rel := range arrived {
+		if n++; n > maxMoveCandidates {
+			break
+		}
+		fi, err := os.Lstat(filepath.Join(root, filepath.FromSlash(rel)))
+		switch {
+		case err != nil:
+		case fi.Mode().IsRegular():
+			add(rel)
+		case fi.IsDir():
+			add(rel + "/" + skillFile)
+			if ents, err := readDir(filepath.Join(root, filepath.FromSlash(rel))); err == nil {
+				for i, d := range ents {
+					if i >= maxMoveCandidates {
+						break
+					}
+					if d.Type().IsRegular() {
+						add(rel + "/" + d.Name())
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readDir lists dir's entries unsorted (os.ReadDir sorts them; the
+// candidates are sorted once at the end).
+func readDir(dir string) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // isRealDir reports whether every component of rel below root is a real

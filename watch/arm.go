@@ -279,6 +279,7 @@ func isLimit(err error) bool {
 
 // onEvent decides whether an fsnotify event belongs to the current burst.
 func (w *watcher) onEvent(ev fsnotify.Event) {
+	w.noteArrival(ev)
 	if !w.matters(ev) {
 		return
 	}
@@ -306,6 +307,28 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 	}
 	w.touched[w.rel(name)] = true
 	w.markPending(ev.Op.String()+" "+w.rel(name), false)
+}
+
+// maxArrivals bounds the arrivals a burst keeps (a checkout of thousands of
+// commands): past it, a missing artifact's move is looked for among the
+// first ones only.
+const maxArrivals = 4096
+
+// noteArrival remembers a file or directory that appeared under the
+// commands or skills directories (created, or moved there): where a missing
+// artifact may have moved (engine.Pass.Arrived). It starts no pass itself.
+func (w *watcher) noteArrival(ev fsnotify.Event) {
+	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Rename) || len(w.arrived) >= maxArrivals {
+		return
+	}
+	rel := w.rel(filepath.Clean(ev.Name))
+	if !strings.HasPrefix(rel, ".claude/commands/") && !strings.HasPrefix(rel, ".claude/skills/") || ignoredName(filepath.Base(rel)) {
+		return
+	}
+	if w.arrived == nil {
+		w.arrived = map[string]bool{}
+	}
+	w.arrived[rel] = true
 }
 
 // matters reports whether onEvent acts on ev: a watched directory that

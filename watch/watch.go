@@ -129,6 +129,9 @@ type watcher struct {
 	// (engine.Pass.Touched); full is set when the burst needs every file
 	// checked (startup, rescan, overflow, a directory event, a reload).
 	touched map[string]bool
+	// arrived are the files and directories that appeared under the
+	// commands and skills directories since the last pass (noteArrival).
+	arrived map[string]bool
 	full    bool
 
 	// missing holds the artifacts reconcile found missing but was not yet
@@ -402,8 +405,9 @@ func (w *watcher) fire(ctx context.Context) {
 	// in half. Reconcile bounds its own lock wait (lock.timeout).
 	rep, err := w.reconcile(context.WithoutCancel(ctx), engine.Pass{
 		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(start),
-		Touched: touched, Deferred: true,
+		Touched: touched, Arrived: w.arrived, Deferred: true,
 	})
+	w.arrived = nil // the engine keeps them while a deletion waits
 	w.settleT.Reset(settleDelay)
 	res := rep.Result
 	took := time.Since(start)
