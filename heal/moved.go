@@ -112,9 +112,33 @@ func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish
 	}
 }
 
+// maxCandidateBytes bounds one candidate read: a rendered command or
+// skill is a few kilobytes; a larger file is not one that moved.
+const maxCandidateBytes = 1 << 20
+
 // matchMoves gives each missing entry not absent because of git the
-// first candidate of its kind holding its recorded content.
+// first candidate of its kind holding its recorded content. Each
+// candidate is read once and only its sums are kept (an untrusted
+// repository may hold thousands of files there); the file an entry takes
+// is read again, and taken only if it still matches.
 func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []string) {
+	// Candidates by the sums a manifest may record of them (sha256 and
+	// the legacy djb2, of the bytes and, with CRLF line ends, of their LF
+	// form: manifest.Unchanged), in path order.
+	bySha, byDJB := map[string][]string{}, map[string][]string{}
+	for _, c := range cands {
+		b, err := safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), maxCandidateBytes)
+		if err != nil {
+			continue
+		}
+		bySha[manifest.Hash(b)] = append(bySha[manifest.Hash(b)], c)
+		byDJB[manifest.DJB2(b)] = append(byDJB[manifest.DJB2(b)], c)
+		if manifest.HasCRLF(b) {
+			lf := manifest.LF(b)
+			bySha[manifest.Hash(lf)] = append(bySha[manifest.Hash(lf)], c)
+			byDJB[manifest.DJB2(lf)] = append(byDJB[manifest.DJB2(lf)], c)
+		}
+	}
 	var registered map[string]bool // every entry's file, built for the first match
 	isRegistered := func(rel string) bool {
 		if registered == nil {
@@ -129,23 +153,28 @@ func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []st
 		return registered[rel]
 	}
 	taken := map[string]bool{}
-	contents := map[string][]byte{}
+	take := func(w struct{ key, kind, hash string }, c string) bool {
+		if taken[c] || artifactKind(c) != w.kind || isRegistered(c) {
+			return false
+		}
+		b, err := safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), maxCandidateBytes)
+		if err != nil || !manifest.Unchanged(w.hash, b, b) {
+			return false // changed since it was read
+		}
+		st.Moved[w.key] = movedFile{rel: c, b: b}
+		taken[c] = true
+		return true
+	}
 	for _, w := range wants {
 		if st.Absent[w.key] {
 			continue
 		}
-		for _, c := range cands {
-			if taken[c] || artifactKind(c) != w.kind {
-				continue
-			}
-			b, ok := contents[c]
-			if !ok {
-				b, _ = safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), safefs.MaxKnowledge)
-				contents[c] = b
-			}
-			if b != nil && manifest.Unchanged(w.hash, b, b) && !isRegistered(c) {
-				st.Moved[w.key] = movedFile{rel: c, b: b}
-				taken[c] = true
+		exact := bySha[w.hash]
+		if manifest.IsLegacyHash(w.hash) {
+			exact = byDJB[strings.ToLower(strings.TrimSpace(w.hash))]
+		}
+		for _, c := range exact {
+			if take(w, c) {
 				break
 			}
 		}

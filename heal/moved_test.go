@@ -156,6 +156,9 @@ func TestMovedArtifactLegacyAbsolute(t *testing.T) {
 	m, _, _ := manifest.ReadManifest(p)
 	for i := range m.Entries {
 		m.Entries[i].Path = filepath.Join(root, filepath.FromSlash(m.Entries[i].Path))
+		// devflow's hash: djb2 of the content.
+		b, _ := os.ReadFile(m.Entries[i].Path)
+		m.Entries[i].ContentHash = manifest.DJB2(b)
 	}
 	b, _ := m.Encode()
 	os.WriteFile(p, b, 0o644)
@@ -167,5 +170,17 @@ func TestMovedArtifactLegacyAbsolute(t *testing.T) {
 	path, _ := entryPath(t, root, "obs_b")
 	if res.Moved != 1 || path != filepath.Join(root, ".claude", "commands", "keys.md") {
 		t.Fatalf("moved %d, path %s", res.Moved, path)
+	}
+}
+
+// Moved and given CRLF line ends on the way (a checkout under autocrlf):
+// line ends are not content, it moved.
+func TestMovedArtifactCRLF(t *testing.T) {
+	root, arts := movedRepo(t)
+	b, _ := os.ReadFile(filepath.Join(root, arts["obs_a"]))
+	os.Remove(filepath.Join(root, arts["obs_a"]))
+	putFile(t, root, ".claude/commands/release.md", strings.ReplaceAll(string(b), "\n", "\r\n"))
+	if res := runReconcile(t, root); res.Moved != 1 || res.Deletions != 0 {
+		t.Fatalf("moved with CRLF ends: %+v", res)
 	}
 }
