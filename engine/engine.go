@@ -240,7 +240,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			if e.arrived == nil {
 				e.arrived = map[string]bool{}
 			}
-			e.arrived[rel] = true
+			if len(e.arrived) < maxArrived {
+				e.arrived[rel] = true
+			}
 		}
 		opts.Arrived = e.arrived
 	}
@@ -317,6 +319,10 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
 }
+
+// maxArrived bounds the arrivals the engine keeps while deletions wait
+// (Pass.Arrived): past it, a move is looked for among the first ones.
+const maxArrived = 16384
 
 // drainedAny reports whether a drain of the inbox wrote anything.
 func drainedAny(r inbox.Result) bool { return r.Drained+r.Completed+r.Feedback > 0 }
