@@ -461,10 +461,11 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 	prefix := clean + string(filepath.Separator)
 	for _, f := range files {
 		if !strings.HasPrefix(f, prefix) || filepath.Clean(f) != f {
-			f = wayFrom(clean, f)
-			if f == "" {
+			rel, ok := manifest.Within(clean, f)
+			if !ok {
 				continue
 			}
+			f = filepath.Join(clean, rel)
 		}
 		// Each parent below the root, as a prefix of f (f is clean):
 		// no path is built, and a directory met before ends the walk.
@@ -496,16 +497,6 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 		kinds[i] = kind[p]
 	}
 	return paths, kinds
-}
-
-// wayFrom is f spelled as root joined with its path relative to root, or
-// "" when f is not below root.
-func wayFrom(root, f string) string {
-	rel, err := filepath.Rel(root, f)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return ""
-	}
-	return filepath.Join(root, rel)
 }
 
 // recordable reports whether a full pass left the memory as it found it,
