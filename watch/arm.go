@@ -2,7 +2,7 @@ package watch
 
 import (
 	"errors"
-	"github.com/learnwatch/learnwatch/inbox"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -77,6 +78,9 @@ func (w *watcher) computeTargets() targets {
 		t.files[abs] = true
 		t.dirs[filepath.Dir(abs)] = true
 	}
+	for d := range w.moveDirs {
+		t.dirs[d] = true
+	}
 	for path := range w.resolved {
 		if !seen[path] {
 			delete(w.resolved, path)
@@ -122,6 +126,11 @@ func manifestPaths(path string) ([]string, error) {
 // one re-created without an event (after an overflow, or a directory the
 // limit left unwatched); otherwise the directory events did that already.
 func (w *watcher) rearm(recompute, thorough bool) {
+	if thorough {
+		// Events may have been lost: list the commands' directories again.
+		w.moveDirs = w.moveDirsUnder(filepath.Dir(w.paths.Commands), nil)
+		w.targets.valid = false
+	}
 	if !w.targets.valid || recompute && w.manifestChanged() {
 		w.targets = w.computeTargets()
 	}
@@ -280,10 +289,12 @@ func isLimit(err error) bool {
 // onEvent decides whether an fsnotify event belongs to the current burst.
 func (w *watcher) onEvent(ev fsnotify.Event) {
 	w.noteArrival(ev)
-	if !w.matters(ev) {
+	matters := w.matters(ev)
+	name := filepath.Clean(ev.Name)
+	w.noteMoveDir(ev, name) // after matters: a directory made is no reason for a pass
+	if !matters {
 		return
 	}
-	name := filepath.Clean(ev.Name)
 	if w.targets.dirs[name] {
 		// A watched directory (or one on the way to it) appeared,
 		// disappeared or moved: re-arm at once so files created in a new
@@ -329,6 +340,78 @@ func (w *watcher) noteArrival(ev fsnotify.Event) {
 		w.arrived = map[string]bool{}
 	}
 	w.arrived[rel] = true
+}
+
+// maxMoveDirs bounds the directories below .claude/commands watched for
+// moved commands (moveDirs); maxMoveDepth how deep below it they are.
+// Both match the depth a full pass looks in (heal's moved artifacts).
+const (
+	maxMoveDirs  = 1024
+	maxMoveDepth = 8
+)
+
+// moveDirsUnder lists the real directories at and below dir, a directory
+// below .claude/commands (or that directory itself), into into (a new set
+// when nil), up to maxMoveDirs in all and maxMoveDepth below the commands
+// directory. Symbolic links are not followed, and a commands directory
+// reached through one (.claude a link out of the repository) is not
+// listed at all.
+func (w *watcher) moveDirsUnder(dir string, into map[string]bool) map[string]bool {
+	if into == nil {
+		into = map[string]bool{}
+	}
+	top := filepath.Dir(w.paths.Commands)
+	if _, _, err := manifest.NewResolver(w.root).Resolve(w.rel(dir)); err != nil {
+		return into
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil // unreadable or a file: nothing to watch
+		}
+		if len(into) >= maxMoveDirs {
+			return fs.SkipAll
+		}
+		if r, err := filepath.Rel(top, p); err != nil || strings.Count(filepath.ToSlash(r), "/") >= maxMoveDepth {
+			return fs.SkipDir
+		}
+		into[p] = true
+		return nil
+	})
+	return into
+}
+
+// noteMoveDir arms a directory that appeared below .claude/commands (made,
+// or moved there with what it holds), so that a command moved into it
+// later is seen arriving.
+func (w *watcher) noteMoveDir(ev fsnotify.Event, name string) {
+	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Rename) || w.moveDirs[name] || len(w.moveDirs) >= maxMoveDirs {
+		return
+	}
+	top := filepath.Dir(w.paths.Commands)
+	if name != top && !strings.HasPrefix(name, top+string(filepath.Separator)) || ignoredName(filepath.Base(name)) {
+		return
+	}
+	if fi, err := os.Lstat(name); err != nil || !fi.IsDir() {
+		return
+	}
+	added := w.moveDirsUnder(name, map[string]bool{})
+	if w.moveDirs == nil {
+		w.moveDirs = map[string]bool{}
+	}
+	var dirs []string
+	for d := range added {
+		if len(w.moveDirs) >= maxMoveDirs {
+			break
+		}
+		w.moveDirs[d] = true
+		if w.targets.valid {
+			w.targets.dirs[d] = true
+		}
+		dirs = append(dirs, d)
+	}
+	if w.fsw != nil {
+		w.arm(dirs, nil, false)
+	}
 }
 
 // matters reports whether onEvent acts on ev: a watched directory that

@@ -133,6 +133,10 @@ type watcher struct {
 	// commands and skills directories since the last pass (noteArrival).
 	arrived map[string]bool
 	full    bool
+	// moveDirs are the directories below .claude/commands where a person
+	// may move a command (the project's own subdirectories, which hold no
+	// artifact): watched so that the arrival is seen (moveDirsUnder).
+	moveDirs map[string]bool
 
 	// missing holds the artifacts reconcile found missing but was not yet
 	// allowed to call deleted, with when they were first seen missing;
