@@ -1070,6 +1070,14 @@ func Plan(st *State, now time.Time) Result {
 						o.ArtifactPath = movedPath(st.Root, o.ArtifactPath, to.rel)
 					}
 					st.Rel[e.Path], st.Files[to.rel] = to.rel, to.b
+					if !manifest.Unchanged(e.ContentHash, to.b, to.b) {
+						// Moved and edited at once (matchEdited): the
+						// edit is the person's, as in place.
+						e.ContentHash = manifest.Hash(to.b)
+						res.Edits++
+						res.Edited = append(res.Edited, id)
+						res.Events = append(res.Events, signal(e, id, typ, learn.KindEdited, "", now))
+					}
 					keep(e, entryNote{rel: to.rel})
 					continue
 				}

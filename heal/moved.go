@@ -11,9 +11,11 @@ package heal
 // command is any *.md below .claude/commands/, a skill a SKILL.md in a
 // directory of its own below .claude/skills/. A file moved elsewhere (out
 // of those directories, or renamed to foo.md.bak) no longer works as one:
-// a deletion. A file moved and edited at once does not match: a deletion,
-// then the new file is the person's own (git's exact rename detection,
-// not its similarity score).
+// a deletion. A file moved and edited at once matches when it is the one
+// file of its kind that still carries the artifact marker and the
+// observation's pattern as its description (matchEdited): it moved, and
+// the edit is recorded as one. Given another description, or stripped of
+// the marker, it is the person's own file: a deletion.
 
 import (
 	"io/fs"
@@ -24,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
 	"github.com/learnwatch/learnwatch/safefs"
 )
 
@@ -68,7 +71,7 @@ func artifactKind(rel string) string {
 // what its events name, not what the repository holds.
 func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish func()) {
 	st.Moved = map[string]movedFile{}
-	var wants []struct{ key, kind, hash string }
+	var wants []moveWant
 	kinds := map[string]bool{}
 	for _, e := range scope {
 		if e.AnchorID != "" || e.Deleted != nil {
@@ -79,7 +82,7 @@ func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish
 			continue
 		}
 		if kind := artifactKind(rel); kind != "" {
-			wants = append(wants, struct{ key, kind, hash string }{rel, kind, e.ContentHash})
+			wants = append(wants, moveWant{rel, kind, e.ContentHash, e.ObservationID})
 			kinds[kind] = true
 		}
 	}
@@ -112,6 +115,10 @@ func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish
 	}
 }
 
+// moveWant is a missing artifact looked for among the candidates: its
+// key (path), kind ("command", "skill"), recorded hash and observation.
+type moveWant struct{ key, kind, hash, id string }
+
 // maxCandidateBytes bounds one candidate read: a rendered command or
 // skill is a few kilobytes; a larger file is not one that moved.
 const maxCandidateBytes = 1 << 20
@@ -121,15 +128,19 @@ const maxCandidateBytes = 1 << 20
 // candidate is read once and only its sums are kept (an untrusted
 // repository may hold thousands of files there); the file an entry takes
 // is read again, and taken only if it still matches.
-func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []string) {
+func (st *State) matchMoves(wants []moveWant, cands []string) {
 	// Candidates by the sums a manifest may record of them (sha256 and
 	// the legacy djb2, of the bytes and, with CRLF line ends, of their LF
 	// form: manifest.Unchanged), in path order.
 	bySha, byDJB := map[string][]string{}, map[string][]string{}
+	var marked []string // candidates carrying the artifact marker, in path order
 	for _, c := range cands {
 		b, err := safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), maxCandidateBytes)
 		if err != nil {
 			continue
+		}
+		if markdown.HasMarker(b) {
+			marked = append(marked, c)
 		}
 		bySha[manifest.Hash(b)] = append(bySha[manifest.Hash(b)], c)
 		byDJB[manifest.DJB2(b)] = append(byDJB[manifest.DJB2(b)], c)
@@ -153,7 +164,7 @@ func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []st
 		return registered[rel]
 	}
 	taken := map[string]bool{}
-	take := func(w struct{ key, kind, hash string }, c string) bool {
+	take := func(w moveWant, c string) bool {
 		if taken[c] || artifactKind(c) != w.kind || isRegistered(c) {
 			return false
 		}
@@ -165,6 +176,7 @@ func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []st
 		taken[c] = true
 		return true
 	}
+	var left []moveWant
 	for _, w := range wants {
 		if st.Absent[w.key] {
 			continue
@@ -173,13 +185,102 @@ func (st *State) matchMoves(wants []struct{ key, kind, hash string }, cands []st
 		if manifest.IsLegacyHash(w.hash) {
 			exact = byDJB[strings.ToLower(strings.TrimSpace(w.hash))]
 		}
+		found := false
 		for _, c := range exact {
-			if take(w, c) {
+			if found = take(w, c); found {
 				break
 			}
 		}
+		if !found {
+			left = append(left, w)
+		}
+	}
+	if len(left) > 0 && len(marked) > 0 {
+		st.matchEdited(left, marked, taken, isRegistered)
 	}
 }
+
+// maxEditedCandidates bounds the marked candidates matchEdited reads
+// again; maxEditedWants the missing entries it looks up.
+const (
+	maxEditedCandidates = 256
+	maxEditedWants      = 1024
+)
+
+// matchEdited gives a missing entry that no file holds exactly (left) a
+// file moved and edited at once: a candidate of its kind that still
+// carries the artifact marker (a learned artifact's rendition, not the
+// person's own file) and whose frontmatter description is still the
+// observation's pattern, the entry's identity as the agent sees it. It
+// must be the only such candidate for that entry and that entry the only
+// missing one with that pattern; anything less is left a deletion.
+func (st *State) matchEdited(left []moveWant, marked []string, taken map[string]bool, isRegistered func(string) bool) {
+	if len(left) > maxEditedWants {
+		left = left[:maxEditedWants]
+	}
+	type cand struct {
+		rel string
+		b   []byte
+	}
+	byDesc := map[string][]cand{} // kind + "\x00" + description
+	n := 0
+	for _, c := range marked {
+		if taken[c] || isRegistered(c) {
+			continue
+		}
+		if n++; n > maxEditedCandidates {
+			break
+		}
+		b, err := safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), maxCandidateBytes)
+		if err != nil || !markdown.HasMarker(b) {
+			continue
+		}
+		fm, _, err := markdown.Frontmatter(b)
+		if err != nil {
+			continue
+		}
+		desc, _ := fm["description"].(string)
+		if desc = oneLine(desc); desc != "" {
+			k := artifactKind(c) + "\x00" + desc
+			byDesc[k] = append(byDesc[k], cand{c, b})
+		}
+	}
+	if len(byDesc) == 0 {
+		return
+	}
+	keys := make([]string, len(left))
+	wanted := map[string]int{}
+	for i, w := range left {
+		ln := st.Log.FindLine(w.id)
+		if ln == nil {
+			continue
+		}
+		o := ln.Observation()
+		if o == nil {
+			continue
+		}
+		if p := oneLine(o.Pattern); p != "" {
+			keys[i] = w.kind + "\x00" + p
+			wanted[keys[i]]++
+		}
+	}
+	for i, w := range left {
+		k := keys[i]
+		if k == "" || wanted[k] != 1 || len(byDesc[k]) != 1 {
+			continue // no such file, or ambiguous
+		}
+		c := byDesc[k][0]
+		if taken[c.rel] {
+			continue
+		}
+		st.Moved[w.key] = movedFile{rel: c.rel, b: c.b}
+		taken[c.rel] = true
+	}
+}
+
+// oneLine collapses s's whitespace (a rendered description is the pattern
+// on one line).
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // movedFile is the content of a file an entry moved to, as findMoves read
 // it (Plan records it as the pass's view of that file).

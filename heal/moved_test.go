@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/markdown"
 )
 
 // movedRepo renders two workflows and a procedural observation (a skill)
@@ -60,32 +61,60 @@ func entryPath(t *testing.T, root, id string) (string, bool) {
 	return "", false
 }
 
+// Edits made to a file while it moves (edit functions of a rendered
+// artifact's bytes).
+var (
+	addStep  = func(b []byte) []byte { return append(b, "\nMy own step.\n"...) }
+	newTitle = func(b []byte) []byte { return descTo(b, "Ship a release") }
+	noMarker = func(b []byte) []byte { return addStep(markdown.WithoutMarker(b)) }
+	reworded = func(b []byte) []byte { return []byte(strings.Replace(string(b), "Steps:", "Do:", 1)) }
+	descTo   = func(b []byte, d string) []byte {
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "description:") {
+				lines[i] = "description: " + d
+			}
+		}
+		return []byte(strings.Join(lines, "\n"))
+	}
+)
+
 func TestMovedArtifactFollowed(t *testing.T) {
 	cases := []struct {
-		name  string
-		id    string
-		to    func(from string) string
-		edit  bool
-		moved bool
+		name   string
+		id     string
+		to     func(from string) string
+		edit   func([]byte) []byte
+		moved  bool
+		edited bool
 	}{
-		{"renamed in its directory", "obs_a", func(string) string { return ".claude/commands/self-learning/release.md" }, false, true},
-		{"promoted to the project's commands", "obs_a", func(string) string { return ".claude/commands/release.md" }, false, true},
-		{"into a namespace directory", "obs_b", func(string) string { return ".claude/commands/ops/keys.md" }, false, true},
-		{"a skill's directory renamed", "obs_c", func(string) string { return ".claude/skills/profiling/SKILL.md" }, false, true},
-		{"moved aside (.bak): no longer a command", "obs_a", func(f string) string { return f + ".bak" }, false, false},
-		{"moved out of the commands", "obs_a", func(string) string { return "docs/release.md" }, false, false},
-		{"a skill moved among the commands: another kind", "obs_c", func(string) string { return ".claude/commands/profiling.md" }, false, false},
-		{"moved and edited at once", "obs_a", func(string) string { return ".claude/commands/release.md" }, true, false},
+		{"renamed in its directory", "obs_a", func(string) string { return ".claude/commands/self-learning/release.md" }, nil, true, false},
+		{"promoted to the project's commands", "obs_a", func(string) string { return ".claude/commands/release.md" }, nil, true, false},
+		{"into a namespace directory", "obs_b", func(string) string { return ".claude/commands/ops/keys.md" }, nil, true, false},
+		{"a skill's directory renamed", "obs_c", func(string) string { return ".claude/skills/profiling/SKILL.md" }, nil, true, false},
+		{"moved aside (.bak): no longer a command", "obs_a", func(f string) string { return f + ".bak" }, nil, false, false},
+		{"moved out of the commands", "obs_a", func(string) string { return "docs/release.md" }, nil, false, false},
+		{"a skill moved among the commands: another kind", "obs_c", func(string) string { return ".claude/commands/profiling.md" }, nil, false, false},
+		{"moved and edited at once: a step added", "obs_a", func(string) string { return ".claude/commands/release.md" }, addStep, true, true},
+		{"moved and edited at once: the details reworded", "obs_b", func(string) string { return ".claude/commands/ops/keys.md" }, reworded, true, true},
+		{"a skill moved and edited at once", "obs_c", func(string) string { return ".claude/skills/profiling/SKILL.md" }, addStep, true, true},
+		{"moved with a new description: another command", "obs_a", func(string) string { return ".claude/commands/release.md" }, newTitle, false, false},
+		{"moved and edited without the marker: the person's own", "obs_a", func(string) string { return ".claude/commands/release.md" }, noMarker, false, false},
+		{"edited and moved aside (.bak)", "obs_a", func(f string) string { return f + ".bak" }, addStep, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root, arts := movedRepo(t)
 			from, to := arts[c.id], c.to(arts[c.id])
 			move(t, root, from, to)
-			if c.edit {
-				f, _ := os.OpenFile(filepath.Join(root, to), os.O_APPEND|os.O_WRONLY, 0)
-				f.WriteString("\nMy own step.\n")
-				f.Close()
+			if c.edit != nil {
+				b, err := os.ReadFile(filepath.Join(root, to))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, to), c.edit(b), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			res := runReconcile(t, root)
 			path, penalised := entryPath(t, root, c.id)
@@ -95,8 +124,15 @@ func TestMovedArtifactFollowed(t *testing.T) {
 				}
 				return
 			}
-			if res.Moved != 1 || res.Deletions != 0 || penalised || path != to || len(res.Events) != 2 {
+			events := 2 // the other two artifacts' kept events
+			if c.edited {
+				events++
+			}
+			if res.Moved != 1 || res.Deletions != 0 || penalised || path != to || len(res.Events) != events {
 				t.Fatalf("moved %d deletions %d events %d, entry %s penalised %v: want it at %s", res.Moved, res.Deletions, len(res.Events), path, penalised, to)
+			}
+			if c.edited != (res.Edits == 1) || c.edited && res.Edited[0] != c.id {
+				t.Fatalf("edits %d %v: want the edit recorded %v", res.Edits, res.Edited, c.edited)
 			}
 			if want := c.id + ": " + from + " -> " + to; len(res.MovedTo) != 1 || res.MovedTo[0] != want {
 				t.Errorf("moved_to %q, want %q", res.MovedTo, want)
@@ -106,7 +142,7 @@ func TestMovedArtifactFollowed(t *testing.T) {
 				t.Errorf("the observation's artifact_path does not follow:\n%s", log)
 			}
 			// Settled: unchanged at its new path; deleted there, a deletion.
-			if again := runReconcile(t, root); again.Moved != 0 || again.Deletions != 0 || again.Unchanged != 3 || len(again.Wrote) != 0 {
+			if again := runReconcile(t, root); again.Moved != 0 || again.Deletions != 0 || again.Edits != 0 || again.Unchanged != 3 || len(again.Wrote) != 0 {
 				t.Fatalf("the pass after the move: %+v", again)
 			}
 			os.Remove(filepath.Join(root, to))
@@ -145,6 +181,52 @@ func TestMovedArtifactCandidates(t *testing.T) {
 	}
 	if res := runReconcile(t, root); res.Moved != 0 || res.Deletions != 1 {
 		t.Fatalf("a symlink to the content out of the repository: %+v", res)
+	}
+
+	// Moved and edited, but in two copies: which one is the command is
+	// not the pass's to guess (a deletion).
+	root, arts = movedRepo(t)
+	a = arts["obs_a"]
+	ab, _ = os.ReadFile(filepath.Join(root, a))
+	os.Remove(filepath.Join(root, a))
+	putFile(t, root, ".claude/commands/one.md", string(addStep(ab)))
+	putFile(t, root, ".claude/commands/two.md", string(reworded(ab)))
+	if res := runReconcile(t, root); res.Moved != 0 || res.Deletions != 1 {
+		t.Fatalf("two edited copies: %+v", res)
+	}
+
+	// Two missing entries with one pattern (obs_b's description becomes
+	// obs_a's pattern, an edit recorded) and one edited file that names
+	// it: ambiguous, both deletions.
+	root, arts = movedRepo(t)
+	a, b = arts["obs_a"], arts["obs_b"]
+	bb, _ := os.ReadFile(filepath.Join(root, b))
+	os.WriteFile(filepath.Join(root, b), descTo(bb, "Run the release checklist"), 0o644)
+	if r := runReconcile(t, root); r.Edits != 1 {
+		t.Fatalf("the edit: %+v", r)
+	}
+	rewrite(t, root, "obs_b", "Run the release checklist")
+	ab, _ = os.ReadFile(filepath.Join(root, a))
+	os.Remove(filepath.Join(root, a))
+	os.Remove(filepath.Join(root, b))
+	putFile(t, root, ".claude/commands/one.md", string(addStep(ab)))
+	if res := runReconcile(t, root); res.Moved != 0 || res.Deletions != 2 {
+		t.Fatalf("two entries with one pattern, one edited file: %+v", res)
+	}
+}
+
+// rewrite sets the pattern of id's line in the log (another tool's
+// write).
+func rewrite(t *testing.T, root, id, pattern string) {
+	t.Helper()
+	p := manifest.PathsFor(root).Log
+	l, err := manifest.ReadLog(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Find(id).Pattern = pattern
+	if err := manifest.WriteLog(p, l); err != nil {
+		t.Fatal(err)
 	}
 }
 

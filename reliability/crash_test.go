@@ -898,7 +898,6 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 	// citation of the transcript must then be counted exactly once.
 	transcript := filepath.Join(t.TempDir(), "session.jsonl")
 	cited := map[string]int{}
-	edited := map[string]bool{} // artifacts the scenario edited
 	nOps := 4 + rng.IntN(8)
 	clock := 20
 	for op := 0; op < nOps; op++ {
@@ -945,14 +944,21 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 			}
 			if len(arts) > 0 {
 				a := arts[rng.IntN(len(arts))]
-				if strings.HasPrefix(a, ".claude/commands/") && !edited[a] && rng.IntN(2) == 0 {
-					// …or renames a command it never edited (its content
-					// is the recorded one): followed, never penalised. (One
-					// edited and moved before a pass saw the edit is a
-					// deletion by the rule: not modelled here.)
+				if strings.HasPrefix(a, ".claude/commands/") && rng.IntN(2) == 0 {
+					// …or renames a command: followed, never penalised,
+					// whether a pass saw its edits (the recorded content)
+					// or not (the marker and description an appended
+					// edit keeps). Every other time it edits the file
+					// as it moves it (by the op's parity: no draw from
+					// rng, so the other seeds' sequences stay as they
+					// were).
 					to := fmt.Sprintf(".claude/commands/moved-%d.md", op)
 					if os.Rename(filepath.Join(root, a), filepath.Join(root, to)) == nil {
 						log = append(log, "move "+a+" -> "+to)
+						if op%2 == 0 {
+							appendFile(t, filepath.Join(root, to), fmt.Sprintf("\nedit %d\n", op))
+							log = append(log, "edit "+to)
+						}
 						if exp.killed {
 							// A render killed between its log and manifest
 							// writes may have left it unregistered: moved
@@ -967,7 +973,6 @@ func randomRun(t *testing.T, seed uint64) (kills, procs int) {
 					continue
 				}
 				appendFile(t, filepath.Join(root, a), fmt.Sprintf("\nedit %d\n", op))
-				edited[a] = true
 				log = append(log, "edit "+a)
 			}
 			continue
