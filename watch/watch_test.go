@@ -616,6 +616,37 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 			t.Errorf("watches %s through a symlink out of the root", d)
 		}
 	}
+	if got := w2.moveDirsUnder(filepath.Dir(p.Commands), nil); len(got) != 0 {
+		t.Errorf("lists the commands' directories through a symlink out of the root: %v", got)
+	}
+
+	// The directories a command may move to: real ones below
+	// .claude/commands, never a symlink (listed, or arriving).
+	cmds := filepath.Dir(p.Commands)
+	if err := os.MkdirAll(filepath.Join(cmds, "ops", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(cmds, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	got := w.moveDirsUnder(cmds, nil)
+	for _, d := range []string{cmds, p.Commands, filepath.Join(cmds, "ops"), filepath.Join(cmds, "ops", "deep")} {
+		if !got[d] {
+			t.Errorf("does not list %s: %v", d, got)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("lists %v", got)
+	}
+	w.targets = tg
+	w.noteMoveDir(fsnotify.Event{Name: filepath.Join(cmds, "linked"), Op: fsnotify.Create}, filepath.Join(cmds, "linked"))
+	if w.moveDirs[filepath.Join(cmds, "linked")] || tg.dirs[filepath.Join(cmds, "linked")] {
+		t.Errorf("a symlink that arrived below the commands is watched")
+	}
+	w.noteMoveDir(fsnotify.Event{Name: filepath.Join(cmds, "ops"), Op: fsnotify.Create}, filepath.Join(cmds, "ops"))
+	if !w.moveDirs[filepath.Join(cmds, "ops", "deep")] || !tg.dirs[filepath.Join(cmds, "ops", "deep")] {
+		t.Errorf("a directory that arrived with another in it: %v", w.moveDirs)
+	}
 }
 
 func TestScheduleCapsDelay(t *testing.T) {
