@@ -607,9 +607,24 @@ func unconfirmed(root string, start *replayStart, rec *replayRecord, mode statca
 			k == depList && !lockDirs[rec.Paths[i]] && !statcache.Same(statcache.Entry{Stat: start.stats[i].Stat}, rec.Stats[i].Stat, mode) {
 			return "changed during the pass: " + rec.Paths[i]
 		}
-		if s := rec.Stats[i]; k == depFile && (s.Mtime >= ns || s.Ctime >= ns) && rec.Paths[i] != index {
+		if s := rec.Stats[i]; k == depFile && recent(s.Stat, ns, mode) && rec.Paths[i] != index {
 			return "changed just before the pass: " + rec.Paths[i]
 		}
 	}
 	return ""
+}
+
+// recent reports whether a file with stat s may have changed at ns or
+// after. Every write to a file sets its ctime to the kernel's clock, and
+// nothing else can set it: where ctime is trusted (check_stat: default, a
+// platform that has one) it alone says when the file last changed. Its
+// mtime can be anything (touch -d, an archive unpacked with the dates of
+// a machine whose clock ran fast): a file dated ahead of the clock would
+// otherwise keep every record unconfirmed, and every pass full, until its
+// date came. Under check_stat: minimal the mtime is all there is.
+func recent(s statcache.Stat, ns int64, mode statcache.Mode) bool {
+	if mode != statcache.Minimal && s.Ctime != 0 {
+		return s.Ctime >= ns
+	}
+	return s.Mtime >= ns || s.Ctime >= ns
 }

@@ -375,3 +375,104 @@ func TestIndexFromLogFacts(t *testing.T) {
 		t.Fatalf("the AVOID line does not name the observation:\n%s", idx.Text)
 	}
 }
+
+// A file whose mtime lies ahead of the clock (unpacked from an archive
+// made on a machine whose clock ran fast, touch -d tomorrow) does not keep
+// every pass full: its ctime, which no one sets, says when it last
+// changed. Under check_stat: minimal, where ctime is not trusted, such a
+// file keeps the record unconfirmed until its mtime has passed.
+func TestReplayConfirmedWithAFileDatedAhead(t *testing.T) {
+	for _, c := range []struct {
+		checkStat string
+		replayed  bool
+	}{{"", true}, {"minimal", false}} {
+		t.Run("check_stat="+c.checkStat, func(t *testing.T) {
+			root, _ := memory(t)
+			cfg := config.Default()
+			cfg.Engine.CheckStat = c.checkStat
+			pass := func() Report {
+				t.Helper()
+				time.Sleep(25 * time.Millisecond)
+				e := New(root, cfg, nil)
+				e.replayQuiet = 20 * time.Millisecond
+				r, err := e.Reconcile(context.Background(), Pass{Now: testNow})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			ahead := time.Now().Add(time.Hour)
+			cmd := filepath.Join(root, ".claude", "commands", "self-learning", "run-the-linter-before-pushing.md")
+			if err := os.Chtimes(cmd, ahead, ahead); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				pass()
+			}
+			if r := pass(); r.Replayed != c.replayed {
+				t.Fatalf("a command dated an hour ahead, left alone: replayed %v, want %v", r.Replayed, c.replayed)
+			}
+			// Rewritten at the same size and given back its mtime: ctime
+			// moved, the pass is not replayed.
+			b, _ := os.ReadFile(cmd)
+			b[len(b)-2] ^= 1
+			os.WriteFile(cmd, b, 0o644)
+			os.Chtimes(cmd, ahead, ahead)
+			if r := pass(); r.Replayed || r.Edits != 1 {
+				t.Fatalf("rewritten with its mtime kept: replayed %v, edits %d", r.Replayed, r.Edits)
+			}
+		})
+	}
+}
+
+// A file changed in the moments before a pass (less than the quiet time)
+// leaves a record that is not trusted: a second write within the file
+// system's clock tick could keep its stat (git's racily clean entries).
+// Its ctime says so even when its mtime was put back an hour.
+func TestReplayUnconfirmedAfterARecentWrite(t *testing.T) {
+	root, _ := memory(t)
+	pass := func(quiet time.Duration) Report {
+		t.Helper()
+		time.Sleep(25 * time.Millisecond)
+		e := New(root, config.Default(), nil)
+		e.replayQuiet = quiet
+		r, err := e.Reconcile(context.Background(), Pass{Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for range 3 {
+		pass(20 * time.Millisecond)
+	}
+	if r := pass(20 * time.Millisecond); !r.Replayed {
+		t.Fatal("left alone, no pass was replayed")
+	}
+	cmd := filepath.Join(root, ".claude", "commands", "self-learning", "run-the-linter-before-pushing.md")
+	old := time.Now().Add(-time.Hour)
+	f, _ := os.OpenFile(cmd, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("\nMine.\n")
+	f.Close()
+	if r := pass(20 * time.Millisecond); r.Replayed || r.Edits != 1 {
+		t.Fatalf("the edit's pass: replayed %v, edits %d", r.Replayed, r.Edits)
+	}
+	// The log and the manifest that pass wrote grow older than the quiet
+	// time; the command's mtime goes an hour back, its ctime is now.
+	time.Sleep(400 * time.Millisecond)
+	os.Chtimes(cmd, old, old)
+	for i := range 2 {
+		if r := pass(300 * time.Millisecond); r.Replayed {
+			t.Fatalf("pass %d after a change just now (its mtime an hour back) was replayed", i+1)
+		}
+		if rec := readReplay(root); rec == nil || rec.Confirmed {
+			t.Fatalf("pass %d after a change just now (its mtime an hour back): its record is confirmed", i+1)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if r := pass(300 * time.Millisecond); r.Replayed || !readReplay(root).Confirmed {
+		t.Fatal("quiet since: the record is not confirmed")
+	}
+	if r := pass(300 * time.Millisecond); !r.Replayed {
+		t.Fatal("quiet since: not replayed")
+	}
+}
