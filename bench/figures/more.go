@@ -43,6 +43,14 @@ func staleRow(bin, tmp string) {
 	t := interleaved(dir, [][]string{{"git", "ls-files"}, {bin, "stale", "--staged"}})
 	row(fmt.Sprintf("`stale --staged`, %d tracked files, %d references", res.Files, res.Refs), t[1],
 		"`git ls-files`", t[0])
+	// The session-start index checks its entries' references against
+	// this large tree: settled, the marks come from their cache instead of
+	// a decode of the 50,000-entry index (docs/staleness.md).
+	settle(bin, dir)
+	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+dir+`"}`, bin, "hook", "session-start")
+	bare := timeCmd(bin, "version")
+	row(fmt.Sprintf("session-start hook in that repository (%d tracked files; its knowledge entries' references marked), settled", res.Files),
+		hook, "bare start (`learnwatch version`)", bare)
 }
 
 // interleaved runs each command -runs times in rounds (after one warm-up
