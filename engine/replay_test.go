@@ -476,3 +476,41 @@ func TestReplayUnconfirmedAfterARecentWrite(t *testing.T) {
 		t.Fatal("quiet since: not replayed")
 	}
 }
+
+// A memory with nothing rendered yet (observations only: a repository that
+// just took the tool up) has no kept events to record. Its day's first
+// session pass still settles the day, so the next ones are replayed; they
+// once ran in full every time, the day's kept events forever due.
+func TestReplaySessionWithNothingRendered(t *testing.T) {
+	root := t.TempDir()
+	putFile(t, root, ".memory/learning-log.jsonl",
+		readyObs("obs_wf", manifest.Workflow, "Run the linter before pushing", "")+
+			readyObs("obs_de", manifest.Decision, "Use SQLite for the local cache", "It is one file and needs no server."))
+	pass := func(now time.Time) Report {
+		t.Helper()
+		time.Sleep(25 * time.Millisecond)
+		e := New(root, config.Default(), nil)
+		e.replayQuiet = 20 * time.Millisecond
+		r, err := e.Reconcile(context.Background(), Pass{Now: now, Session: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for range 3 {
+		pass(testNow)
+	}
+	if r := pass(testNow); !r.Replayed {
+		t.Fatal("a session pass on a memory with nothing rendered, left alone, was not replayed")
+	}
+	// The next day's first session pass runs in full (its kept events,
+	// none here, are due again), then the day settles.
+	next := testNow.Add(24 * time.Hour)
+	if r := pass(next); r.Replayed {
+		t.Fatal("the next day's first session pass was replayed")
+	}
+	pass(next)
+	if r := pass(next); !r.Replayed {
+		t.Fatal("the next day, left alone: not replayed")
+	}
+}

@@ -1446,8 +1446,10 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		return Result{}, ErrGitMoved
 	}
 	var pass *journal.Pass
+	settleDay := false // a session pass due to record kept events that has none
 	if opts.Feedback {
-		evs, kept := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
+		evs, kept, due := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
+		settleDay = due && !kept
 		sum := ""
 		if manifestBytes != nil {
 			sum = journal.ManifestSum(manifestBytes)
@@ -1467,6 +1469,12 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		} else {
 			res.Recorded = len(pass.Events)
 		}
+	}
+	if settleDay {
+		// The day's kept events are recorded: there were none. A stamp
+		// that cannot be written leaves them due (the next session pass
+		// runs in full).
+		_ = journal.MarkKept(root, opts.Now)
 	}
 	switch {
 	case cache != nil && opts.DeferCache:

@@ -222,11 +222,13 @@ func Commit(root string, p *Pass) error {
 
 // SelectEvents picks the events a reconcile records: all but kept, and
 // kept only for the session's reconcile at most once per UTC day
-// (KeptDue). It reports whether kept events are included.
-func SelectEvents(root string, evs []learn.Event, session bool, now time.Time) ([]learn.Event, bool) {
+// (KeptDue). It reports whether kept events are included, and whether
+// they were due: a session pass that was due and had none (nothing
+// unchanged, nothing rendered yet) settles the day all the same (the
+// caller writes the stamp with MarkKept once its state is written), or
+// every session pass of the day would run in full, due again.
+func SelectEvents(root string, evs []learn.Event, session bool, now time.Time) (out []learn.Event, kept, due bool) {
 	keep := session && KeptDue(root, now)
-	var out []learn.Event
-	kept := false
 	for _, e := range evs {
 		if e.Kind == learn.KindKept {
 			if !keep {
@@ -236,7 +238,7 @@ func SelectEvents(root string, evs []learn.Event, session bool, now time.Time) (
 		}
 		out = append(out, e)
 	}
-	return out, kept
+	return out, kept, keep
 }
 
 // Journaled reports whether feedback.jsonl holds a line recorded with

@@ -266,14 +266,18 @@ func indexIdentity(name string) string {
 }
 
 // indexFile is the index file git would commit (GIT_INDEX_FILE when set).
-func (c *Checker) indexFile() string {
+func (c *Checker) indexFile() string { return indexFileOf(c.gitDir) }
+
+// indexFileOf is the index file git would commit in the worktree whose
+// git directory is gitDir (GIT_INDEX_FILE when set).
+func indexFileOf(gitDir string) string {
 	if name := os.Getenv("GIT_INDEX_FILE"); name != "" {
 		if abs, err := filepath.Abs(name); err == nil {
 			return abs
 		}
 		return ""
 	}
-	return filepath.Join(c.gitDir, "index")
+	return filepath.Join(gitDir, "index")
 }
 
 // loadCache reads the cache for this Checker (once). Outcomes are taken

@@ -123,8 +123,6 @@ type Checker struct {
 	// index only when a reference not in the cache needs it.
 	idxLazy bool
 	cache   cacheState
-	// entryLocal is the checkout's identity entryMarksKey found.
-	entryLocal string
 	// deps and dirs are what the result depends on besides the log and
 	// the knowledge files (Report.Inputs): files read or looked up on
 	// disk, directories listed.

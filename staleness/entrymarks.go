@@ -14,10 +14,12 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
 )
@@ -41,7 +43,7 @@ type entryMarksCache struct {
 	// Local identifies the checkout (localIdentity): a file copied from
 	// another clone is ignored.
 	Local string `json:"local"`
-	// Key is entryMarksKey's: the tree key, the options and the
+	// Key is entryMarksKeyOf's: the tree key, the options and the
 	// references.
 	Key string `json:"key"`
 	// Ignore are the ignore files the resolution read, by content.
@@ -57,7 +59,7 @@ type entryMarksCache struct {
 // still unaccounted for when the walk stopped early is not marked.
 //
 // In git, the answer is kept in the cache directory under the key of what
-// it depends on (entryMarksKey) and read from there while that holds. The
+// it depends on (entryMarksKeyOf) and read from there while that holds. The
 // cache is disposable: it is written atomically without the learning lock
 // (two sessions write the same answer), and one that cannot be read or
 // written is computed again.
@@ -65,17 +67,20 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string
 	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
 		cfg.RenameDepth = indexDepth
 	}
+	// The cache is looked at before the checker is opened: opening it
+	// reads HEAD's commit and tree from the object store (milliseconds in
+	// a large repository's pack).
+	k := entryMarksKeyOf(root, cfg, ids, refs)
+	if k.key != "" {
+		if marks, ok := readEntryMarks(root, k); ok {
+			return marks, nil
+		}
+	}
 	// Not through the staleness cache: its outcomes are for the full
 	// depth, and the session-start hook must not spend time decoding it.
 	c, err := openChecker(root, Auto, cfg, false)
 	if err != nil {
 		return nil, err
-	}
-	key := c.entryMarksKey(cfg, ids, refs)
-	if key != "" {
-		if marks, ok := c.readEntryMarks(key); ok {
-			return marks, nil
-		}
 	}
 	var all []Ref
 	for _, id := range ids {
@@ -91,61 +96,84 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string
 			}
 		}
 	}
-	if key != "" && c.Err() == nil {
-		c.writeEntryMarks(key, out)
+	// Kept only when the checker read the HEAD the key names, against
+	// HEAD's tree (a checkout between the two is computed next time).
+	if k.key != "" && c.Err() == nil && c.source == sourceHead && c.head != nil && c.head.Hash.String() == k.head {
+		c.writeEntryMarks(k, out)
 	}
 	return out, c.Err()
 }
 
-// entryMarksKey is what EntryMarks' answer depends on besides the ignore
-// files: the checkout (local identity), the tree key of the staleness
-// cache (mode, HEAD's commit, the index's identity, the root's prefix, the
+// marksKey is what EntryMarks' answer depends on besides the ignore files
+// (key: a hash), and the checkout's identity (local) and HEAD's commit it
+// was computed for.
+type marksKey struct{ key, local, head string }
+
+// entryMarksKeyOf computes the key: the checkout (the device and inode of
+// the root and the git directories), the tree key of the staleness cache
+// (mode, HEAD's commit, the index's identity, the root's prefix, the
 // rename depth, the ignore list), the whole staleness configuration, and
-// the entries' references in order. "" when there is no such key (outside
-// git, no commit yet, an index without its checksum, a platform without
-// inode numbers): the answer is then computed every time.
-func (c *Checker) entryMarksKey(cfg config.Staleness, ids []string, refs map[string][]Ref) string {
-	if c.repo == nil || c.head == nil || c.unreadable != nil || c.source != sourceHead {
-		return ""
+// the entries' references in order. No key (outside git, a repository
+// go-git cannot read, no commit yet, an index without its checksum, a
+// platform without inode numbers): the answer is computed every time.
+func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[string][]Ref) marksKey {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return marksKey{}
 	}
-	dirs := []string{c.root, c.gitDir}
-	if c.commonDir != c.gitDir {
-		dirs = append(dirs, c.commonDir)
+	repo, err := gitrepo.Open(abs, gitrepo.Options{Up: true})
+	if err != nil {
+		return marksKey{}
+	}
+	prefix, err := repo.Prefix(abs)
+	if err != nil {
+		return marksKey{}
+	}
+	ref, err := repo.Head()
+	if err != nil {
+		return marksKey{}
+	}
+	dirs := []string{abs, repo.GitDir}
+	if repo.CommonDir != repo.GitDir {
+		dirs = append(dirs, repo.CommonDir)
 	}
 	local := localIdentity(dirs...)
-	id := indexIdentity(c.indexFile())
+	id := indexIdentity(indexFileOf(repo.GitDir))
 	if local == "" || id == "" {
-		return ""
+		return marksKey{}
 	}
-	c.entryLocal = local
+	depth := cfg.RenameDepth
+	if depth <= 0 {
+		depth = config.Default().Staleness.RenameDepth
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%d\x00%q\x00", c.mode, c.head.Hash, id, c.prefix, c.depth, c.ignore)
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%d\x00%q\x00", Auto, ref.Hash(), id, prefix, depth, cfg.Ignore)
 	cb, err := json.Marshal(cfg)
 	if err != nil {
-		return ""
+		return marksKey{}
 	}
 	h.Write(cb)
 	for _, id := range ids {
 		rb, err := json.Marshal(refs[id])
 		if err != nil {
-			return ""
+			return marksKey{}
 		}
 		fmt.Fprintf(h, "\x00%q\x00", id)
 		h.Write(rb)
 	}
-	return fmt.Sprintf("%x", h.Sum(nil))
+	return marksKey{key: fmt.Sprintf("%x", h.Sum(nil)), local: local, head: ref.Hash().String()}
 }
 
-// readEntryMarks returns the cached answer for key when the file holds
+// readEntryMarks returns the cached answer for k when the file holds
 // one for this checkout and every ignore file it depended on still has
 // the content it had.
-func (c *Checker) readEntryMarks(key string) (map[string]string, bool) {
-	data, err := safefs.ReadFile(cachedir.Path(c.root, EntryMarksFile), maxEntryMarks)
+func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
+	data, err := safefs.ReadFile(cachedir.Path(root, EntryMarksFile), maxEntryMarks)
 	if err != nil || !bytes.HasPrefix(data, []byte(entryMarksMagic)) {
 		return nil, false
 	}
 	var f entryMarksCache
-	if json.Unmarshal(data[len(entryMarksMagic):], &f) != nil || f.Local != c.entryLocal || f.Key != key || f.Marks == nil {
+	if json.Unmarshal(data[len(entryMarksMagic):], &f) != nil || f.Local != k.local || f.Key != k.key || f.Marks == nil {
 		return nil, false
 	}
 	for _, d := range f.Ignore {
@@ -156,10 +184,10 @@ func (c *Checker) readEntryMarks(key string) (map[string]string, bool) {
 	return f.Marks, true
 }
 
-// writeEntryMarks keeps marks as the answer for key (errors ignored: the
+// writeEntryMarks keeps marks as the answer for k (errors ignored: the
 // cache is disposable).
-func (c *Checker) writeEntryMarks(key string, marks map[string]string) {
-	f := entryMarksCache{Local: c.entryLocal, Key: key, Marks: marks}
+func (c *Checker) writeEntryMarks(k marksKey, marks map[string]string) {
+	f := entryMarksCache{Local: k.local, Key: k.key, Marks: marks}
 	for _, d := range c.cache.ignore {
 		f.Ignore = append(f.Ignore, d)
 	}
