@@ -148,6 +148,12 @@ type Result struct {
 	Moved int `json:"moved"`
 	// MovedTo lists them: "obs_x: old/path.md -> new/path.md".
 	MovedTo []string `json:"moved_to,omitempty"`
+	// Foreign counts entries written in another checkout (an absolute
+	// path outside the root, devflow's: the repository moved or cloned
+	// elsewhere) whose artifact was found here: rebased, their path is
+	// now relative and their hash this checkout's, with no learning
+	// signal. One whose artifact is not here is counted under Absent.
+	Foreign int `json:"foreign"`
 
 	Deleted    []string `json:"deleted,omitempty"`
 	Edited     []string `json:"edited,omitempty"`
@@ -230,6 +236,9 @@ type State struct {
 	Missing    map[string]bool
 	Unreadable map[string]error
 	Refused    map[string]error
+	// Foreign holds the manifest paths written in another checkout that
+	// resolve here once rebased (manifest.ForeignRel).
+	Foreign map[string]bool
 	// Sections are the parsed sections of each knowledge file.
 	Sections map[string][]markdown.Section
 	// Absent holds the missing artifacts ("path" or "path#ADR-NNN") that
@@ -456,7 +465,7 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 	p := manifest.PathsFor(root)
 	st := &State{Root: root, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
-		Verified: map[string]bool{}}
+		Verified: map[string]bool{}, Foreign: map[string]bool{}}
 	res := manifest.NewResolver(root)
 	if known != nil {
 		res.Trust(known)
@@ -499,7 +508,7 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 	inKnowledge := func(rel string) bool { _, ok := st.Knowledge[rel]; return ok }
 	done := func(rel string) bool { return inKnowledge(rel) || st.Missing[rel] || st.Files[rel] != nil }
 	fetch := func(p string, useCache bool, skip func(rel string) bool) (f fetched) {
-		f.abs, f.rel, f.resolveErr = res.Resolve(p)
+		f.abs, f.rel, f.foreign, f.resolveErr = res.ResolveEntry(p)
 		if f.resolveErr != nil || skip(f.rel) {
 			f.skip = f.resolveErr == nil
 			return f
@@ -534,6 +543,12 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 			return
 		}
 		st.Rel[p] = f.rel
+		if f.foreign {
+			if st.Foreign == nil { // a state lent by a pass that had none
+				st.Foreign = map[string]bool{}
+			}
+			st.Foreign[p] = true
+		}
 		if f.skip || done(f.rel) {
 			return
 		}
@@ -783,8 +798,8 @@ func (st *State) askGit() {
 				}
 			}
 		}
-		if _, refused := st.Refused[e.Path]; refused {
-			continue
+		if _, refused := st.Refused[e.Path]; refused || st.Foreign[e.Path] {
+			continue // a foreign entry teaches nothing yet (Plan)
 		}
 		rel, ok := st.Rel[e.Path]
 		if !ok || st.Unreadable[rel] != nil || !st.Log.Has(e.ObservationID) {
@@ -1016,6 +1031,37 @@ func Plan(st *State, now time.Time) Result {
 		}
 		if _, inKnowledge := st.Knowledge[rel]; found && inKnowledge && e.AnchorID != "" {
 			claimed[rel+"#"+e.AnchorID] = true
+		}
+		if st.Foreign[e.Path] && e.Deleted == nil {
+			// Written in another checkout: what this one has of it
+			// teaches nothing yet. Found, the entry is taken as it is
+			// here (path relative, this content's hash); not here, it is
+			// absent (it may never have been in this checkout).
+			if !found {
+				res.Absent++
+				res.AbsentIDs = append(res.AbsentIDs, id)
+				keep(e, note)
+				continue
+			}
+			if o := ln.Observation(); o != nil {
+				// The observation's artifact_path, when it names the same
+				// foreign file, follows (a knowledge entry's with its
+				// "#ADR-NNN").
+				if p, anchor, hasAnchor := strings.Cut(o.ArtifactPath, "#"); p == e.Path {
+					o.ArtifactPath = rel
+					if hasAnchor {
+						o.ArtifactPath += "#" + anchor
+					}
+				}
+			}
+			e.Path = rel
+			st.Rel[rel] = rel
+			if verified := e.AnchorID == "" && st.Verified[rel]; !verified && !manifest.Unchanged(e.ContentHash, current, legacy) {
+				e.ContentHash = manifest.Hash(current)
+			}
+			res.Foreign++
+			keep(e, note)
+			continue
 		}
 		verified := e.AnchorID == "" && st.Verified[rel]
 		key := artifactKey(rel, e.AnchorID)
@@ -1649,7 +1695,7 @@ func (r Result) Summary() string {
 	for _, kv := range []struct {
 		k string
 		v int
-	}{{"moved", r.Moved}, {"absent", r.Absent}, {"checked out", r.CheckedOut}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
+	}{{"moved", r.Moved}, {"foreign", r.Foreign}, {"absent", r.Absent}, {"checked out", r.CheckedOut}, {"restored", r.Restored}, {"refused", r.Refused}, {"corrupt", r.Corrupt}, {"dropped", r.Dropped}, {"rebuilt", r.Rebuilt}, {"stale", r.Stale}, {"errors", r.Errors}} {
 		if kv.v > 0 {
 			fmt.Fprintf(&b, ", %s %d", kv.k, kv.v)
 		}
@@ -1764,6 +1810,7 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *
 // what reading it gave, with the stats around the read.
 type fetched struct {
 	abs, rel   string
+	foreign    bool // written in another checkout (manifest.ResolveEntry)
 	resolveErr error
 	skip       bool // a file looked at otherwise (a knowledge file)
 	kept       bool

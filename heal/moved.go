@@ -74,7 +74,7 @@ func (st *State) findMoves(scope []manifest.Entry, only map[string]bool) (finish
 	var wants []moveWant
 	kinds := map[string]bool{}
 	for _, e := range scope {
-		if e.AnchorID != "" || e.Deleted != nil {
+		if e.AnchorID != "" || e.Deleted != nil || st.Foreign[e.Path] {
 			continue
 		}
 		rel, ok := st.Rel[e.Path]

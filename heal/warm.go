@@ -145,7 +145,7 @@ func (w *Warm) lend(st *State) (vouched map[string]statcache.Entry) {
 	st.Log, st.Manifest, st.ManifestExists = w.st.Log, w.st.Manifest, w.st.ManifestExists
 	st.Usage, st.Knowledge, st.Sections = w.st.Usage, w.st.Knowledge, w.st.Sections
 	st.Files, st.Verified, st.Missing = w.st.Files, w.st.Verified, w.st.Missing
-	st.Unreadable, st.Refused, st.Rel = w.st.Unreadable, w.st.Refused, w.st.Rel
+	st.Unreadable, st.Refused, st.Rel, st.Foreign = w.st.Unreadable, w.st.Refused, w.st.Rel, w.st.Foreign
 	st.vouched, st.lost, st.prior = w.st.vouched, w.st.lost, w.st.notes
 	return w.st.vouched
 }
@@ -183,7 +183,7 @@ func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
 	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: manifestExists,
 		Usage: st.Usage, Knowledge: st.Knowledge, Sections: st.Sections,
 		Files: st.Files, Verified: st.Verified, Missing: st.Missing, Unreadable: st.Unreadable,
-		Refused: st.Refused, Rel: st.Rel, vouched: st.vouched, lost: st.lost, notes: st.notes}
+		Refused: st.Refused, Rel: st.Rel, Foreign: st.Foreign, vouched: st.vouched, lost: st.lost, notes: st.notes}
 	if w.st.vouched == nil {
 		w.st.vouched = map[string]statcache.Entry{}
 	}

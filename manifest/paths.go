@@ -73,11 +73,48 @@ func NewResolver(root string) *Resolver {
 
 // Resolve is the function Resolve with the resolver's root.
 func (r *Resolver) Resolve(p string) (abs, rel string, err error) {
+	abs, rel, _, err = r.ResolveEntry(p)
+	return abs, rel, err
+}
+
+// artifactRoots are where every rendered artifact lives, relative to a
+// repository root: what a foreign absolute path is rebased at.
+var artifactRoots = []string{"/.claude/commands/", "/.claude/skills/", "/.memory/knowledge/"}
+
+// ForeignRel returns the path relative to a repository root that an
+// absolute path written in another checkout of the repository names (a
+// devflow manifest records absolute paths: the repository since moved, or
+// cloned elsewhere): the part from its last .claude/commands/,
+// .claude/skills/ or .memory/knowledge/ on. false when p names none of
+// them. The result never leaves the root it is joined to.
+func ForeignRel(p string) (string, bool) {
+	if !filepath.IsAbs(p) {
+		return "", false
+	}
+	s := filepath.ToSlash(filepath.Clean(p))
+	at := -1
+	for _, m := range artifactRoots {
+		if i := strings.LastIndex(s, m); i > at {
+			at = i
+		}
+	}
+	if at < 0 {
+		return "", false
+	}
+	return filepath.FromSlash(s[at+1:]), true
+}
+
+// ResolveEntry is Resolve for a manifest entry's path, which may also be
+// foreign: an absolute path outside the root that names an artifact
+// location of another checkout (ForeignRel) is rebased inside the root,
+// and foreign says so (the entry's artifact may never have been in this
+// checkout). Any other absolute path outside the root is refused.
+func (r *Resolver) ResolveEntry(p string) (abs, rel string, foreign bool, err error) {
 	if p == "" {
-		return "", "", &RefusedError{Path: p, Reason: "empty path"}
+		return "", "", false, &RefusedError{Path: p, Reason: "empty path"}
 	}
 	if strings.ContainsRune(p, 0) {
-		return "", "", &RefusedError{Path: p, Reason: "contains a NUL byte"}
+		return "", "", false, &RefusedError{Path: p, Reason: "contains a NUL byte"}
 	}
 	if filepath.IsAbs(p) {
 		abs = filepath.Clean(p)
@@ -92,14 +129,20 @@ func (r *Resolver) Resolve(p string) (abs, rel string, err error) {
 			rl, ok = Within(r.realRoot, filepath.Join(rd, filepath.Base(abs)))
 		}
 	}
+	if !ok && filepath.IsAbs(p) {
+		if fr, isForeign := ForeignRel(p); isForeign {
+			rl, ok = Within(r.root, filepath.Join(r.root, fr))
+			foreign = ok
+		}
+	}
 	if !ok {
-		return "", "", &RefusedError{Path: p, Reason: "outside the repository root"}
+		return "", "", false, &RefusedError{Path: p, Reason: "outside the repository root"}
 	}
 	abs = filepath.Join(r.root, rl)
 	if err := r.checkSymlinks(rl); err != nil {
-		return "", "", &RefusedError{Path: p, Reason: err.Error()}
+		return "", "", false, &RefusedError{Path: p, Reason: err.Error()}
 	}
-	return abs, filepath.ToSlash(rl), nil
+	return abs, filepath.ToSlash(rl), foreign, nil
 }
 
 // Within returns path relative to root when it lies strictly inside it.
