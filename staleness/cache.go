@@ -265,6 +265,37 @@ func indexIdentity(name string) string {
 	return fmt.Sprintf("%d:%x", fi.Size(), sum)
 }
 
+// checkoutIdentity names the checkout a cache was written for: the root
+// and, in git ("" outside), the worktree's git directory and the common
+// one when it is another (localIdentity).
+func checkoutIdentity(root, gitDir, commonDir string) string {
+	dirs := []string{root}
+	if gitDir != "" {
+		dirs = append(dirs, gitDir)
+		if commonDir != gitDir {
+			dirs = append(dirs, commonDir)
+		}
+	}
+	return localIdentity(dirs...)
+}
+
+// treeKey is what a resolution against git's trees depends on besides the
+// ignore files read: the mode, HEAD's commit, the index's identity
+// (indexIdentity), the root's prefix, the rename depth and the ignore list.
+func treeKey(mode Mode, head plumbing.Hash, index, prefix string, depth int, ignore []string) string {
+	return fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%d\x00%q", mode, head, index, prefix, depth, ignore)
+}
+
+// ignoreDeps are the ignore files this Checker's runs read, by name.
+func (c *Checker) ignoreDeps() []ignoreDep {
+	out := make([]ignoreDep, 0, len(c.cache.ignore))
+	for _, d := range c.cache.ignore {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b ignoreDep) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 // indexFile is the index file git would commit (GIT_INDEX_FILE when set).
 func (c *Checker) indexFile() string { return indexFileOf(c.gitDir) }
 
@@ -285,14 +316,11 @@ func indexFileOf(gitDir string) string {
 // still has the same content.
 func (c *Checker) loadCache() {
 	c.cache.tried = true
-	dirs := []string{c.root}
+	gitDir, commonDir := "", ""
 	if c.repo != nil {
-		dirs = append(dirs, c.gitDir)
-		if c.commonDir != c.gitDir {
-			dirs = append(dirs, c.commonDir)
-		}
+		gitDir, commonDir = c.gitDir, c.commonDir
 	}
-	if c.cache.local = localIdentity(dirs...); c.cache.local == "" {
+	if c.cache.local = checkoutIdentity(c.root, gitDir, commonDir); c.cache.local == "" {
 		return
 	}
 	c.cache.enabled = true
@@ -301,7 +329,7 @@ func (c *Checker) loadCache() {
 		var headHash plumbing.Hash = c.head.Hash
 		c.dep(c.indexFile())
 		if id := indexIdentity(c.indexFile()); id != "" {
-			c.cache.treeKey = fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%d\x00%q", c.mode, headHash, id, c.prefix, c.depth, c.ignore)
+			c.cache.treeKey = treeKey(c.mode, headHash, id, c.prefix, c.depth, c.ignore)
 		}
 	}
 	data, err := safefs.ReadFile(c.cache.file, maxCache)
@@ -439,10 +467,7 @@ func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 	cf.Trees = append(cf.Trees, c.cache.others...)
 	if c.err == nil && c.cache.treeKey != "" {
 		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey, Outcomes: make([]cachedOutcome, 0, len(c.outcomes))}
-		for _, d := range c.cache.ignore {
-			sec.Ignore = append(sec.Ignore, d)
-		}
-		sort.Slice(sec.Ignore, func(i, j int) bool { return sec.Ignore[i].Name < sec.Ignore[j].Name })
+		sec.Ignore = c.ignoreDeps()
 		for k, o := range c.outcomes {
 			if !o.used {
 				continue

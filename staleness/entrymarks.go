@@ -10,18 +10,14 @@ package staleness
 // on the same checkout reads it instead.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/gitrepo"
-	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // indexDepth bounds the history walk of EntryMarks: the session-start
@@ -32,23 +28,24 @@ const indexDepth = 200
 const EntryMarksFile = "entry-marks.cache"
 
 // entryMarksMagic starts the file; another version is ignored.
-const entryMarksMagic = "learnwatch entry marks 1\n"
+const entryMarksMagic = "learnwatch entry marks 2\n"
 
 // maxEntryMarks bounds the file read (a few hundred entries' marks are a
 // few kilobytes).
 const maxEntryMarks = 1 << 20
 
-// entryMarksCache is the cache's content after the magic line.
+// entryMarksCache is the cache's content after the magic line
+// (cachedir.ReadGob).
 type entryMarksCache struct {
-	// Local identifies the checkout (localIdentity): a file copied from
-	// another clone is ignored.
-	Local string `json:"local"`
+	// Local identifies the checkout (checkoutIdentity): a file copied
+	// from another clone is ignored.
+	Local string
 	// Key is entryMarksKeyOf's: the tree key, the options and the
 	// references.
-	Key string `json:"key"`
+	Key string
 	// Ignore are the ignore files the resolution read, by content.
-	Ignore []ignoreDep       `json:"ignore"`
-	Marks  map[string]string `json:"marks"`
+	Ignore []ignoreDep
+	Marks  map[string]string
 }
 
 // EntryMarks returns, for each knowledge entry (id → its references, as
@@ -133,21 +130,14 @@ func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[s
 	if err != nil {
 		return marksKey{}
 	}
-	dirs := []string{abs, repo.GitDir}
-	if repo.CommonDir != repo.GitDir {
-		dirs = append(dirs, repo.CommonDir)
-	}
-	local := localIdentity(dirs...)
+	local := checkoutIdentity(abs, repo.GitDir, repo.CommonDir)
 	id := indexIdentity(indexFileOf(repo.GitDir))
 	if local == "" || id == "" {
 		return marksKey{}
 	}
-	depth := cfg.RenameDepth
-	if depth <= 0 {
-		depth = config.Default().Staleness.RenameDepth
-	}
+	// EntryMarks set the depth (the checker's own).
 	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%s\x00%d\x00%q\x00", Auto, ref.Hash(), id, prefix, depth, cfg.Ignore)
+	h.Write([]byte(treeKey(Auto, ref.Hash(), id, prefix, cfg.RenameDepth, cfg.Ignore) + "\x00"))
 	cb, err := json.Marshal(cfg)
 	if err != nil {
 		return marksKey{}
@@ -168,12 +158,8 @@ func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[s
 // one for this checkout and every ignore file it depended on still has
 // the content it had.
 func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
-	data, err := safefs.ReadFile(cachedir.Path(root, EntryMarksFile), maxEntryMarks)
-	if err != nil || !bytes.HasPrefix(data, []byte(entryMarksMagic)) {
-		return nil, false
-	}
 	var f entryMarksCache
-	if json.Unmarshal(data[len(entryMarksMagic):], &f) != nil || f.Local != k.local || f.Key != k.key || f.Marks == nil {
+	if !cachedir.ReadGob(root, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) || f.Local != k.local || f.Key != k.key {
 		return nil, false
 	}
 	for _, d := range f.Ignore {
@@ -181,31 +167,15 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 			return nil, false
 		}
 	}
+	if f.Marks == nil {
+		f.Marks = map[string]string{} // gob leaves an empty map out
+	}
 	return f.Marks, true
 }
 
 // writeEntryMarks keeps marks as the answer for k (errors ignored: the
 // cache is disposable).
 func (c *Checker) writeEntryMarks(k marksKey, marks map[string]string) {
-	f := entryMarksCache{Local: k.local, Key: k.key, Marks: marks}
-	for _, d := range c.cache.ignore {
-		f.Ignore = append(f.Ignore, d)
-	}
-	slices.SortFunc(f.Ignore, func(a, b ignoreDep) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	b, err := json.Marshal(f)
-	if err != nil {
-		return
-	}
-	if _, err := cachedir.Ensure(c.root); err != nil {
-		return
-	}
-	_ = manifest.WriteFileUnsynced(cachedir.Path(c.root, EntryMarksFile), append([]byte(entryMarksMagic), b...), 0o644)
+	f := entryMarksCache{Local: k.local, Key: k.key, Ignore: c.ignoreDeps(), Marks: marks}
+	_ = cachedir.WriteGobUnsynced(c.root, EntryMarksFile, entryMarksMagic, &f)
 }

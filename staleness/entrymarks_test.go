@@ -1,8 +1,6 @@
 package staleness
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,18 +45,12 @@ func entryMarks(t *testing.T, dir string, cfg config.Staleness, ids []string, re
 // cache shows: ADR-002 marked "planted".
 func plant(t *testing.T, dir string) {
 	t.Helper()
-	p := cachedir.Path(dir, EntryMarksFile)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("no cache written: %v", err)
-	}
 	var f entryMarksCache
-	if err := json.Unmarshal(bytes.TrimPrefix(b, []byte(entryMarksMagic)), &f); err != nil {
-		t.Fatal(err)
+	if !cachedir.ReadGob(dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) {
+		t.Fatal("no cache written")
 	}
 	f.Marks = map[string]string{"ADR-002": "planted"}
-	nb, _ := json.Marshal(f)
-	if err := os.WriteFile(p, append([]byte(entryMarksMagic), nb...), 0o644); err != nil {
+	if err := cachedir.WriteGob(dir, EntryMarksFile, entryMarksMagic, &f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,9 +86,8 @@ func TestEntryMarksCache(t *testing.T) {
 			return r.dir, cfg, refs
 		}},
 		{"an ignore file changed", func(t *testing.T, r *gitRepo) (string, config.Staleness, map[string][]Ref) {
-			b, _ := os.ReadFile(cachedir.Path(r.dir, EntryMarksFile))
 			var f entryMarksCache
-			json.Unmarshal(bytes.TrimPrefix(b, []byte(entryMarksMagic)), &f)
+			cachedir.ReadGob(r.dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f)
 			if len(f.Ignore) == 0 {
 				t.Fatal("no ignore file recorded")
 			}
@@ -134,7 +125,7 @@ func TestEntryMarksCache(t *testing.T) {
 			return dst, cfg, refs
 		}},
 		{"the cache file corrupt", func(t *testing.T, r *gitRepo) (string, config.Staleness, map[string][]Ref) {
-			os.WriteFile(cachedir.Path(r.dir, EntryMarksFile), []byte(entryMarksMagic+"{\"local\":"), 0o644)
+			os.WriteFile(cachedir.Path(r.dir, EntryMarksFile), []byte(entryMarksMagic+"\x03\xff\x81"), 0o644)
 			return r.dir, cfg, refs
 		}},
 		{"the cache file a symlink", func(t *testing.T, r *gitRepo) (string, config.Staleness, map[string][]Ref) {
@@ -192,7 +183,7 @@ func TestEntryMarksNotCachedOutsideGit(t *testing.T) {
 // checkout's or another key's answer, is computed again).
 func FuzzEntryMarksCache(f *testing.F) {
 	f.Add([]byte(entryMarksMagic + "garbage"))
-	f.Add([]byte(entryMarksMagic + `{"local":"","key":"","ignore":[{"Name":"/etc/passwd","Present":true}],"marks":{}}`))
+	f.Add([]byte(entryMarksMagic + "\x03\xff\x81"))
 	f.Add([]byte{})
 	if _, err := exec.LookPath("git"); err != nil {
 		f.Skip("git not installed")
