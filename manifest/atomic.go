@@ -46,21 +46,7 @@ func RemoveStaleTemps(dir string, age time.Duration) {
 // safefs); an existing path that is not a regular file (a symlink, FIFO,
 // device) is refused and left as it is.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return writeFileFrom(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeFileFrom is WriteFile with the content streamed by write (through a
-// buffer) instead of held in memory; an error from write leaves path as it
-// was.
-func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) error {
-	s, err := stageFrom(path, perm, write)
-	if err != nil {
-		return err
-	}
-	return s.Commit()
+	return writeFileFrom(path, perm, true, writeData(data))
 }
 
 // WriteFileUnsynced replaces path with data atomically like WriteFile,
@@ -68,10 +54,22 @@ func writeFileFrom(path string, perm os.FileMode, write func(io.Writer) error) e
 // power cut may leave of it (an empty or short file), where a lost write
 // costs a rebuild, never data.
 func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
-	s, err := stageWith(path, perm, false, func(w io.Writer) error {
+	return writeFileFrom(path, perm, false, writeData(data))
+}
+
+// writeData writes data.
+func writeData(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
 		_, err := w.Write(data)
 		return err
-	})
+	}
+}
+
+// writeFileFrom is WriteFile (synced or not) with the content streamed by
+// write (through a buffer) instead of held in memory; an error from write
+// leaves path as it was.
+func writeFileFrom(path string, perm os.FileMode, sync bool, write func(io.Writer) error) error {
+	s, err := stageWith(path, perm, sync, write)
 	if err != nil {
 		return err
 	}
@@ -90,10 +88,7 @@ type Staged struct {
 
 // StageFile stages data for path (WriteFile without the rename).
 func StageFile(path string, data []byte, perm os.FileMode) (*Staged, error) {
-	return stageFrom(path, perm, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
+	return stageFrom(path, perm, writeData(data))
 }
 
 // stageFrom writes what write writes to a new temporary file next to
