@@ -15,24 +15,17 @@ import (
 // the root and each entry's relative path by id.
 func foreignRepo(t *testing.T) (string, map[string]string) {
 	t.Helper()
-	root := t.TempDir()
-	putFile(t, root, ".memory/learning-log.jsonl",
+	root, rels := renderedRepo(t,
 		readyObs("obs_a", manifest.Workflow, "Run the release checklist", "Steps: tag, build, publish.")+
 			readyObs("obs_c", manifest.Procedural, "Profile a slow handler", "Steps: pprof, flame graph.")+
-			readyObs("obs_d", manifest.Decision, "Use SQLite for the cache", "One file, no server."))
-	runRender(t, root)
+			readyObs("obs_d", manifest.Decision, "Use SQLite for the cache", "One file, no server."), 3)
 	p := manifest.PathsFor(root)
 	m, _, err := manifest.ReadManifest(p.Manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rels := map[string]string{}
 	for i, e := range m.Entries {
-		rels[e.ObservationID] = e.Path
 		m.Entries[i].Path = "/home/alice/proj/" + e.Path
-	}
-	if len(rels) != 3 {
-		t.Fatalf("rendered %v", rels)
 	}
 	if err := manifest.WriteManifest(p.Manifest, m); err != nil {
 		t.Fatal(err)

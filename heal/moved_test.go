@@ -10,15 +10,12 @@ import (
 	"github.com/learnwatch/learnwatch/markdown"
 )
 
-// movedRepo renders two workflows and a procedural observation (a skill)
-// and returns the root with each one's artifact (relative path) by id.
-func movedRepo(t *testing.T) (string, map[string]string) {
+// renderedRepo writes log (n ready observations) and renders it; it
+// returns the root with each observation's manifest path by id.
+func renderedRepo(t *testing.T, log string, n int) (string, map[string]string) {
 	t.Helper()
 	root := t.TempDir()
-	putFile(t, root, ".memory/learning-log.jsonl",
-		readyObs("obs_a", manifest.Workflow, "Run the release checklist", "Steps: tag, build, publish.")+
-			readyObs("obs_b", manifest.Workflow, "Rotate the staging keys", "Steps: revoke, issue, deploy.")+
-			readyObs("obs_c", manifest.Procedural, "Profile a slow handler", "Steps: pprof, flame graph."))
+	putFile(t, root, ".memory/learning-log.jsonl", log)
 	runRender(t, root)
 	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
 	if err != nil {
@@ -28,9 +25,21 @@ func movedRepo(t *testing.T) (string, map[string]string) {
 	for _, e := range m.Entries {
 		arts[e.ObservationID] = e.Path
 	}
-	if len(arts) != 3 {
+	if len(arts) != n {
 		t.Fatalf("rendered %v", arts)
 	}
+	return root, arts
+}
+
+// movedRepo renders two workflows and a procedural observation (a skill),
+// reconciled once, and returns the root with each one's artifact
+// (relative path) by id.
+func movedRepo(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	root, arts := renderedRepo(t,
+		readyObs("obs_a", manifest.Workflow, "Run the release checklist", "Steps: tag, build, publish.")+
+			readyObs("obs_b", manifest.Workflow, "Rotate the staging keys", "Steps: revoke, issue, deploy.")+
+			readyObs("obs_c", manifest.Procedural, "Profile a slow handler", "Steps: pprof, flame graph."), 3)
 	runReconcile(t, root)
 	return root, arts
 }
