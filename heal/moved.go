@@ -232,15 +232,11 @@ func (st *State) matchEdited(left []moveWant, marked []string, taken map[string]
 			break
 		}
 		b, err := safefs.ReadFile(filepath.Join(st.Root, filepath.FromSlash(c)), maxCandidateBytes)
-		if err != nil || !markdown.HasMarker(b) {
-			continue
-		}
-		fm, _, err := markdown.Frontmatter(b)
 		if err != nil {
 			continue
 		}
-		desc, _ := fm["description"].(string)
-		if desc = oneLine(desc); desc != "" {
+		desc, ok := markdown.ArtifactDescription(b)
+		if desc = oneLine(desc); ok && desc != "" {
 			k := artifactKind(c) + "\x00" + desc
 			byDesc[k] = append(byDesc[k], cand{c, b})
 		}

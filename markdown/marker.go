@@ -34,6 +34,23 @@ func HasMarker(doc []byte) bool {
 	return ok && markerLine.Match(fm)
 }
 
+// ArtifactDescription returns the frontmatter description of a command or
+// skill that carries the artifact marker: the pattern a self-learning
+// renderer wrote it for (as written; devflow's skills phrase it "This
+// skill should be used when <pattern>"). false for a file without the
+// marker (a human's), or whose frontmatter does not parse.
+func ArtifactDescription(doc []byte) (string, bool) {
+	if !HasMarker(doc) {
+		return "", false
+	}
+	fm, _, err := Frontmatter(doc)
+	if err != nil {
+		return "", false
+	}
+	d, _ := fm["description"].(string)
+	return d, true
+}
+
 // WithoutMarker returns doc with the marker line of its frontmatter
 // removed, so two renders of one observation on different days or at
 // different confidences compare equal. A document without one is returned

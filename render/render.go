@@ -387,15 +387,8 @@ func artifactFor(root string, o *manifest.Observation, e markdown.Entry, registe
 // than left behind beside a numbered duplicate. A file without the marker
 // is a human's and is never taken.
 func generatedFor(existing []byte, pattern string) bool {
-	if !markdown.HasMarker(existing) {
-		return false
-	}
-	fm, _, err := markdown.Frontmatter(existing)
-	if err != nil {
-		return false
-	}
-	d, _ := fm["description"].(string)
-	return d != "" && (d == pattern || d == "This skill should be used when "+pattern)
+	d, ok := markdown.ArtifactDescription(existing)
+	return ok && d != "" && (d == pattern || d == "This skill should be used when "+pattern)
 }
 
 // withoutEvidence drops what a rendered command or skill says about the
