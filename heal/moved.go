@@ -41,8 +41,9 @@ const (
 // a directory of commands larger than that is not searched further.
 const maxMoveCandidates = 20000
 
-// maxMoveDepth bounds how deep below .claude/commands the listing goes.
-const maxMoveDepth = 8
+// MaxMoveDepth bounds how deep below .claude/commands a moved command is
+// looked for (the watcher watches that deep for the same reason).
+const MaxMoveDepth = 8
 
 // artifactKind says what kind of artifact rel (slash-separated, relative
 // to the root) is: "command", "skill", or "" for anything else.
@@ -294,7 +295,7 @@ func listArtifacts(root string, kinds map[string]bool, registered func(rel strin
 	seen := 0
 	var walk func(rel string, depth int)
 	walk = func(rel string, depth int) {
-		if depth > maxMoveDepth || seen >= maxMoveCandidates {
+		if depth > MaxMoveDepth || seen >= maxMoveCandidates {
 			return
 		}
 		ents, err := readDir(filepath.Join(root, filepath.FromSlash(rel)))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -343,16 +344,13 @@ func (w *watcher) noteArrival(ev fsnotify.Event) {
 }
 
 // maxMoveDirs bounds the directories below .claude/commands watched for
-// moved commands (moveDirs); maxMoveDepth how deep below it they are.
-// Both match the depth a full pass looks in (heal's moved artifacts).
-const (
-	maxMoveDirs  = 1024
-	maxMoveDepth = 8
-)
+// moved commands (moveDirs), as deep as a full pass looks for them
+// (heal.MaxMoveDepth).
+const maxMoveDirs = 1024
 
 // moveDirsUnder lists the real directories at and below dir, a directory
 // below .claude/commands (or that directory itself), into into (a new set
-// when nil), up to maxMoveDirs in all and maxMoveDepth below the commands
+// when nil), up to maxMoveDirs in all and heal.MaxMoveDepth below the commands
 // directory. Symbolic links are not followed, and a commands directory
 // reached through one (.claude a link out of the repository) is not
 // listed at all.
@@ -371,7 +369,7 @@ func (w *watcher) moveDirsUnder(dir string, into map[string]bool) map[string]boo
 		if len(into) >= maxMoveDirs {
 			return fs.SkipAll
 		}
-		if r, err := filepath.Rel(top, p); err != nil || strings.Count(filepath.ToSlash(r), "/") >= maxMoveDepth {
+		if r, err := filepath.Rel(top, p); err != nil || strings.Count(filepath.ToSlash(r), "/") >= heal.MaxMoveDepth {
 			return fs.SkipDir
 		}
 		into[p] = true
