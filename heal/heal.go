@@ -150,9 +150,11 @@ type Result struct {
 	MovedTo []string `json:"moved_to,omitempty"`
 	// Foreign counts entries written in another checkout (an absolute
 	// path outside the root, devflow's: the repository moved or cloned
-	// elsewhere) whose artifact was found here: rebased, their path is
-	// now relative and their hash this checkout's, with no learning
-	// signal. One whose artifact is not here is counted under Absent.
+	// elsewhere) whose artifact was found here, with no learning signal:
+	// rebased, their path is now relative and their hash this
+	// checkout's, unless the manifest is tracked and the pass may not
+	// write it (State.KeepForeign: then they are left as they are). One
+	// whose artifact is not here is counted under Absent.
 	Foreign int `json:"foreign"`
 
 	Deleted    []string `json:"deleted,omitempty"`
@@ -264,6 +266,11 @@ type State struct {
 	// NoKeptEvents leaves the kept events out of Plan's result
 	// (Options.Lean).
 	NoKeptEvents bool
+	// KeepForeign leaves the entries written in another checkout (Foreign)
+	// as they are: a manifest git tracks is not rewritten by a pass the
+	// person did not ask for (Options.MarkTracked off: a hook, the
+	// watcher).
+	KeepForeign bool
 	// Verified holds the artifact files (relative paths) the stat cache
 	// proved unchanged: their content was not read (Files holds an empty
 	// placeholder) and every manifest entry naming them is a live,
@@ -1043,6 +1050,13 @@ func Plan(st *State, now time.Time) Result {
 				keep(e, note)
 				continue
 			}
+			res.Foreign++
+			if st.KeepForeign {
+				// Taken here, written by the command that may write
+				// a tracked manifest.
+				keep(e, note)
+				continue
+			}
 			if o := ln.Observation(); o != nil {
 				// The observation's artifact_path, when it names the same
 				// foreign file, follows (a knowledge entry's with its
@@ -1059,7 +1073,6 @@ func Plan(st *State, now time.Time) Result {
 			if verified := e.AnchorID == "" && st.Verified[rel]; !verified && !manifest.Unchanged(e.ContentHash, current, legacy) {
 				e.ContentHash = manifest.Hash(current)
 			}
-			res.Foreign++
 			keep(e, note)
 			continue
 		}
@@ -1453,6 +1466,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	usageBefore := len(st.Usage.Entries)
 	manifestBefore := append([]manifest.Entry(nil), st.Manifest.Entries...)
 	st.Confirm, st.NoKeptEvents = opts.Confirm, opts.Lean
+	st.KeepForeign = !opts.MarkTracked && len(st.Foreign) > 0 && Tracked(root, p.Manifest)
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
 	if !opts.Lean {
