@@ -65,6 +65,9 @@ type Engine struct {
 	warm heal.Warm
 	// settle lists what Deferred passes left to Settle.
 	settle struct{ stale bool }
+	// prepared is the watcher's next pass staged ahead of its time
+	// (Prepare); any pass but the one it stands for drops it.
+	prepared *prepared
 }
 
 // prefetchLog starts reading the learning log's facts, or the log, for the
@@ -176,6 +179,8 @@ type Report struct {
 	// depends on changed since a pass that wrote nothing, and that pass's
 	// report was returned without reading a file (replay.go).
 	Replayed bool `json:"-"`
+	// Prepared is set when the pass committed what Prepare had staged.
+	Prepared bool `json:"-"`
 }
 
 // Reconcile runs one pass: heal with the staleness pass under its lock and
@@ -187,6 +192,9 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		p.Now = time.Now()
 	}
 	e.logc = nil // a log read ahead is for the Index right after its pass only
+	if rep, ok, err := e.commitPrepared(ctx, p); ok {
+		return rep, err
+	}
 	var rep Report
 	var key string
 	var start *replayStart
@@ -213,23 +221,14 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	if !p.Deferred {
 		defer relaxGC(manifest.PathsFor(e.root).Log)()
 	}
-	opts := heal.Options{
-		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,
-		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
-		Feedback: !p.NoFeedback, Session: p.Session,
-		Confirm: p.Confirm, Render: p.Render,
-		Cache: e.cache, Touched: p.Touched,
-	}
+	opts, warn := e.passOptions(p)
+	rep.Warnings = append(rep.Warnings, warn...)
 	if p.Deferred {
-		opts.Warm, opts.DeferCache, opts.Lean = &e.warm, true, !p.Session
-		opts.Staleness = nil
 		e.settle.stale = true
 	} else {
 		e.warm.Forget()
 	}
-	if p.NoStatCache {
-		opts.Cache, opts.Touched = nil, nil
-	} else {
+	if !p.NoStatCache {
 		opts.Known = start.known()
 	}
 	if e.failed {
@@ -245,11 +244,6 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			}
 		}
 		opts.Arrived = e.arrived
-	}
-	if p.Render {
-		pol, warn := e.Policy()
-		rep.Warnings = append(rep.Warnings, warn...)
-		opts.Hold = holdFor(pol)
 	}
 	var res heal.Result
 	var err error
@@ -318,6 +312,32 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	recorded()
 	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
+}
+
+// passOptions are heal's options for a pass p, and the warnings of a
+// broken policy file when p renders.
+func (e *Engine) passOptions(p Pass) (heal.Options, []string) {
+	opts := heal.Options{
+		Now: p.Now, LockTimeout: e.cfg.Lock.Timeout.Duration,
+		Staleness: &e.cfg.Staleness, MarkTracked: p.MarkTracked,
+		Feedback: !p.NoFeedback, Session: p.Session,
+		Confirm: p.Confirm, Render: p.Render,
+		Cache: e.cache, Touched: p.Touched,
+	}
+	if p.Deferred {
+		opts.Warm, opts.DeferCache, opts.Lean = &e.warm, true, !p.Session
+		opts.Staleness = nil
+	}
+	if p.NoStatCache {
+		opts.Cache, opts.Touched = nil, nil
+	}
+	var warn []string
+	if p.Render {
+		var pol learn.Policy
+		pol, warn = e.Policy()
+		opts.Hold = holdFor(pol)
+	}
+	return opts, warn
 }
 
 // maxArrived bounds the arrivals the engine keeps while deletions wait
@@ -420,6 +440,11 @@ func holdFor(p learn.Policy) func(*manifest.Observation) bool {
 // cancels it when an event arrives, and the staleness pass stops where it
 // is without marking). Its warnings are a pass's.
 func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again bool, err error) {
+	if e.prepared != nil {
+		// A pass is staged on the files as they are (Prepare): the
+		// staleness pass waits until after it.
+		return rep, false, nil
+	}
 	p := manifest.PathsFor(e.root)
 	if e.settle.stale && !e.ProveWarm() {
 		// The staleness pass takes the proved state: later.

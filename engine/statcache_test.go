@@ -44,6 +44,9 @@ type twin struct {
 	deferred, prove bool
 	// warmPasses counts A's passes that took the kept state.
 	warmPasses int
+	// confirm, when not nil, is both passes' Pass.Confirm: the missing
+	// artifacts they may call deleted (the watcher's grace window).
+	confirm map[string]bool
 }
 
 const nArtifacts = 12
@@ -101,7 +104,7 @@ func (tw *twin) reconcile(what string) Report {
 		ea.replayQuiet = tw.quiet
 		time.Sleep(tw.quiet + 5*time.Millisecond)
 	}
-	pa.Deferred = tw.deferred
+	pa.Deferred, pa.Confirm = tw.deferred, tw.confirm
 	logBefore := ea.warm.Log()
 	ra, errA := ea.Reconcile(context.Background(), pa)
 	if ra.Replayed {
@@ -114,7 +117,7 @@ func (tw *twin) reconcile(what string) Report {
 		rs := tw.settle(ea, now)
 		ra.Stale, ra.Problems = rs.Stale, append(ra.Problems, rs.Problems...)
 	}
-	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true})
+	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true, Confirm: tw.confirm})
 	if (errA == nil) != (errB == nil) {
 		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
 	}

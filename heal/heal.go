@@ -1428,6 +1428,40 @@ const knownWait = 100 * time.Millisecond
 
 // reconcileLocked is Reconcile under the learning lock, the inbox drained.
 func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (Result, error) {
+	pr, res, err := prepareLocked(ctx, root, p, opts)
+	if err != nil || pr == nil {
+		return res, err
+	}
+	defer pr.drop() // a pass that ends early leaves no temporary file
+	return pr.commitLocked(ctx)
+}
+
+// pass is a pass read, planned and staged (its log and manifest written
+// under temporary names on other goroutines), waiting for commitLocked to
+// record it, or for drop.
+type pass struct {
+	root          string
+	p             manifest.Paths
+	opts          Options
+	cache         *statcache.Cache
+	st            *State
+	res           Result
+	logW          *staged
+	manifestW     *staged
+	manifestBytes []byte
+	usageBefore   int
+	gitDir        string
+	stamp         gitrepo.Stamp
+	passStart     int64
+	prev          Warm
+	// dirty, when set, is the stat cache's Dirty taken once the pass's
+	// entries were final (Prepare).
+	dirty *bool
+}
+
+// prepareLocked reads the state, plans and stages the writes of a pass
+// (the lock held): nil when there is no log.
+func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Options) (*pass, Result, error) {
 	cache := opts.Cache
 	if cache != nil {
 		cache.Begin(root)
@@ -1455,10 +1489,10 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 	st, err := loadWarm(root, cache, touched, opts.Arrived, warm, opts.Known)
 	prev := opts.Warm.Forget() // lent or stale: captured again once written
 	if err != nil {
-		return Result{}, err
+		return nil, Result{}, err
 	}
 	if !st.Log.Exists {
-		return Result{}, nil
+		return nil, Result{}, nil
 	}
 	removeStrayTemps(p)
 	// Change detection without encoding: heal only adds usage entries, and
@@ -1477,57 +1511,71 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		opening.parsed = st.parsedKnowledge()
 		markStale(ctx, root, p, opts, opening, st.Log, &res)
 	}
+	pr := &pass{root: root, p: p, opts: opts, cache: cache, st: st, usageBefore: usageBefore,
+		gitDir: gitDir, stamp: stamp, passStart: passStart, prev: prev}
 	// The log and the manifest are staged (written under temporary names
 	// and synced) on other goroutines while the manifest is summed and
-	// the feedback record prepared; write commits them in the order a
-	// crash relies on: the record, the log, the manifest. A pass that
-	// ends early leaves no temporary file.
-	var logW, manifestW *staged
+	// the feedback record prepared; commitLocked commits them in the order
+	// a crash relies on: the record, the log, the manifest.
 	if st.Log.Changed() {
-		logW = stage(func() (stagedFile, error) { return manifest.StageLog(p.Log, st.Log) })
-		defer logW.drop()
+		pr.logW = stage(func() (stagedFile, error) { return manifest.StageLog(p.Log, st.Log) })
 	}
 	// The manifest is encoded once: its bytes are written, and their sum
 	// names the state the feedback record describes.
-	var manifestBytes []byte
 	if manifestDue(st, manifestBefore) {
 		b, err := st.Manifest.Encode()
 		if err != nil {
-			return res, fmt.Errorf("encode manifest: %w", err)
+			pr.drop()
+			return nil, res, fmt.Errorf("encode manifest: %w", err)
 		}
-		manifestBytes = b
-		manifestW = stage(func() (stagedFile, error) { return manifest.StageFile(p.Manifest, b, 0o644) })
-		defer manifestW.drop()
+		pr.manifestBytes = b
+		pr.manifestW = stage(func() (stagedFile, error) { return manifest.StageFile(p.Manifest, b, 0o644) })
 	}
+	pr.res = res
+	return pr, res, nil
+}
+
+// drop removes what the pass staged and did not commit.
+func (pr *pass) drop() {
+	pr.logW.drop()
+	pr.manifestW.drop()
+}
+
+// commitLocked records a staged pass (the lock held): the feedback
+// record, the log, the manifest, the usage file, the stat cache and the
+// state left for the next pass (Options.Warm).
+func (pr *pass) commitLocked(ctx context.Context) (Result, error) {
+	root, p, opts, st, res := pr.root, pr.p, pr.opts, pr.st, pr.res
 	// The last moment nothing is written yet (the staged files are
 	// temporary): git must not have moved since the first read.
 	failpoint.Pause("reconcile:before-write")
-	if gitrepo.StampOf(gitDir) != stamp {
+	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
 		return Result{}, ErrGitMoved
 	}
-	var pass *journal.Pass
+	var jp *journal.Pass
 	settleDay := false // a session pass due to record kept events that has none
 	if opts.Feedback {
 		evs, kept, due := journal.SelectEvents(root, res.Events, opts.Session, opts.Now)
 		settleDay = due && !kept
 		sum := ""
-		if manifestBytes != nil {
-			sum = journal.ManifestSum(manifestBytes)
+		if pr.manifestBytes != nil {
+			sum = journal.ManifestSum(pr.manifestBytes)
 		}
-		if pass, err = journal.Prepare(root, evs, kept, sum, opts.Now); err != nil {
+		var err error
+		if jp, err = journal.Prepare(root, evs, kept, sum, opts.Now); err != nil {
 			return res, fmt.Errorf("record feedback: %w", err)
 		}
 	}
-	if err := write(st, p, logW, manifestW, usageBefore, &res); err != nil {
+	if err := write(st, p, pr.logW, pr.manifestW, pr.usageBefore, &res); err != nil {
 		return res, err
 	}
-	if pass != nil {
+	if jp != nil {
 		// The manifest holding the pass's record is written: a failure
 		// here is completed by the next pass.
-		if err := journal.Commit(root, pass); err != nil {
+		if err := journal.Commit(root, jp); err != nil {
 			res.Problems = append(res.Problems, "feedback not recorded yet (the next reconcile records it): "+err.Error())
 		} else {
-			res.Recorded = len(pass.Events)
+			res.Recorded = len(jp.Events)
 		}
 	}
 	if settleDay {
@@ -1536,9 +1584,12 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		// runs in full).
 		_ = journal.MarkKept(root, opts.Now)
 	}
+	cache := pr.cache
 	switch {
+	case cache != nil && opts.DeferCache && pr.dirty != nil:
+		cache.EndPassDirty(pr.passStart, *pr.dirty)
 	case cache != nil && opts.DeferCache:
-		cache.EndPass(passStart)
+		cache.EndPass(pr.passStart)
 	case cache != nil:
 		// Disposable: a cache that cannot be written is rebuilt next time;
 		// the caller hears of it (a full disk), the result stands.
@@ -1556,7 +1607,7 @@ func reconcileLocked(ctx context.Context, root string, p manifest.Paths, opts Op
 		}
 	}
 	if cache != nil {
-		opts.Warm.capture(st, p, prev)
+		opts.Warm.capture(st, p, pr.prev)
 	}
 	return res, nil
 }

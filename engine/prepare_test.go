@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// prepareWait is how long a test waits after a write before preparing: the
+// racy window of the memory files' stats (heal), and a margin.
+const prepareWait = 70 * time.Millisecond
+
+// TestPreparedProperty runs the watcher's passes with a grace window of one
+// step (a missing artifact the last pass left pending is called deleted by
+// the next) and, before every step whose pass may call one deleted,
+// prepares that pass on A (Engine.Prepare). The step's change — a person's,
+// git's, another tool's line appended to the log, or none — either leaves
+// the prepared pass to be committed or makes A's pass drop it and run. A's
+// every report and file is compared with B's full pass without caches, so
+// a committed pass wrote byte for byte what a pass run then would have.
+func TestPreparedProperty(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	var committed, dropped, deletions int
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 31))
+			tw := newTwin(t, "")
+			gitTwin(t, tw)
+			arts := tw.artifacts()
+			side := []string{arts[rng.IntN(len(arts))], arts[rng.IntN(len(arts))]}
+			tw.do(func(root string) {
+				gitRun(t, root, "checkout", "-q", "-b", "side")
+				gitRun(t, root, append([]string{"rm", "-q", "--ignore-unmatch"}, side...)...)
+				gitRun(t, root, "commit", "-q", "--allow-empty", "-m", "side")
+				gitRun(t, root, "checkout", "-q", "main")
+			})
+			tw.kept = New(tw.a, tw.cfg, nil)
+			tw.deferred, tw.prove = true, seed%2 == 1
+			tw.touched, tw.confirm = map[string]bool{}, map[string]bool{}
+			r := tw.reconcile("the kept engine's first pass")
+			git := func(root string, args ...string) {
+				cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
+				_ = cmd.Run() // refused in both twins alike (a local change in the way)
+			}
+			branch := "main"
+			saved := map[string][]byte{}
+			for i := range 30 {
+				// The grace window is one step: what the last pass left
+				// pending is confirmed by this one.
+				tw.confirm = map[string]bool{}
+				for _, k := range r.Pending {
+					tw.confirm[k] = true
+				}
+				prepared := false
+				if len(tw.confirm) > 0 {
+					time.Sleep(prepareWait)
+					next := testNow.Add(time.Duration(tw.step+1) * time.Minute)
+					again, err := tw.kept.Prepare(context.Background(), Pass{Now: next, Confirm: tw.confirm, Touched: map[string]bool{}, Deferred: true})
+					if err != nil {
+						t.Fatalf("step %d: prepare: %v", i, err)
+					}
+					prepared = !again && tw.kept.prepared != nil
+				}
+				rel := arts[rng.IntN(len(arts))]
+				before := contents(tw.a, arts)
+				var what string
+				switch op := rng.IntN(10); op {
+				case 0, 1, 2:
+					what = tw.personOp(op, rel, i, saved)
+				case 3:
+					to := map[string]string{"main": "side", "side": "main"}[branch]
+					what = "checkout " + to
+					tw.do(func(root string) { git(root, "checkout", "-q", to) })
+					if out, err := exec.Command("git", "-C", tw.a, "branch", "--show-current").Output(); err == nil {
+						branch = strings.TrimSpace(string(out))
+					}
+				case 4:
+					what = "commit the artifacts on " + branch
+					tw.do(func(root string) {
+						git(root, "add", "-A", ".claude")
+						git(root, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("step %d", i))
+					})
+				case 5:
+					// Another tool appends to the log: no event on an
+					// artifact, the log's stat changes.
+					what = "another tool appends an observation"
+					line := readyObs(fmt.Sprintf("obs_x%02d", i), manifest.Workflow, fmt.Sprintf("Appended workflow %02d", i), "")
+					tw.do(func(root string) {
+						f, err := os.OpenFile(filepath.Join(root, ".memory", "learning-log.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						f.WriteString(line)
+						f.Close()
+					})
+				default:
+					what = "nothing"
+				}
+				after := contents(tw.a, arts)
+				for _, a := range arts {
+					if before[a] != after[a] {
+						tw.touched[a] = true
+					}
+				}
+				r = tw.reconcile(fmt.Sprintf("step %d: %s (prepared %v, confirming %v)", i, what, prepared, tw.confirm))
+				deletions += r.Deletions
+				switch {
+				case r.Prepared:
+					committed++
+				case prepared:
+					dropped++
+				}
+				if tw.kept.prepared != nil {
+					t.Fatalf("step %d: a pass left a prepared pass behind", i)
+				}
+			}
+		})
+	}
+	if committed == 0 || dropped == 0 || deletions == 0 {
+		t.Fatalf("the runs committed %d prepared passes, dropped %d, recorded %d deletions", committed, dropped, deletions)
+	}
+	t.Logf("committed %d prepared passes, dropped %d; %d deletions", committed, dropped, deletions)
+}

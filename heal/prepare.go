@@ -1,0 +1,208 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/learnwatch/learnwatch/engine/statcache"
+	"github.com/learnwatch/learnwatch/gitrepo"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// Prepared is a pass read, planned and staged ahead of the moment it may
+// be recorded: the watcher prepares the pass that calls the artifacts of
+// a grace window deleted shortly before the window ends, so that when it
+// ends only the commit is left (renames, the feedback record). The pass
+// takes the caller's kept state (Options.Warm) as any pass does, and
+// leaves it forgotten until it is committed: a Prepared that is dropped
+// leaves the next pass to read every file.
+//
+// Commit records it only if nothing it read can have changed: the memory
+// files have the stats they had when it read them (and were not written
+// within the racy window before), git has not moved, and the artifacts it
+// calls deleted are still missing. The caller vouches for the rest — no
+// event on an artifact since the pass began (the watcher's events). A
+// Prepared that cannot be committed is dropped and the caller runs the
+// pass as usual.
+type Prepared struct {
+	pr    *pass
+	files []warmFile // the memory files as the pass read them
+	at    int64      // ns, when their stats were taken
+	done  bool
+}
+
+// ErrNotPrepared is what Prepare returns when the memory files were
+// written too recently for their stats to vouch for them until the
+// commit (the racy window), or the inbox drain wrote the log: prepare
+// again a little later.
+var ErrNotPrepared = errors.New("memory files written too recently to prepare a pass")
+
+// Prepare reads, plans and stages the pass opts describes as Reconcile
+// would, at opts.Now, and holds it uncommitted (Commit, Drop). opts.Known
+// is ignored. A nil Prepared with a nil error means there is nothing to
+// record (no log). opts.Cache, when set, is in the pass until Commit or
+// Drop: no other pass may use it meanwhile.
+func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	p := manifest.PathsFor(root)
+	lock, drained, err := inbox.LockLog(ctx, root, opts.LockTimeout)
+	if err != nil || lock == nil {
+		return nil, err
+	}
+	defer lock.Release()
+	if drained.Drained+drained.Completed+drained.Feedback > 0 {
+		// The drain wrote the log: a pass reads it at once, with it.
+		opts.Warm.Forget()
+		return nil, ErrNotPrepared
+	}
+	at := time.Now().UnixNano()
+	files, ok := statFiles(p)
+	if !ok || racy(files, at) {
+		return nil, ErrNotPrepared
+	}
+	opts.Known = nil
+	pr, _, err := prepareLocked(ctx, root, p, opts)
+	if err != nil || pr == nil {
+		if opts.Cache != nil {
+			opts.Cache.AbortPass()
+		}
+		return nil, err
+	}
+	// Under the lock nothing else writes them; a writer that does not
+	// take it (an append) is seen here or at the commit.
+	if after, ok := statFiles(p); !ok || !sameFiles(files, after) {
+		dropPass(pr)
+		return nil, ErrNotPrepared
+	}
+	if pr.cache != nil && opts.DeferCache {
+		dirty := pr.cache.Dirty()
+		pr.dirty = &dirty
+	}
+	return &Prepared{pr: pr, files: files, at: at}, nil
+}
+
+// Result is what the pass found and will record.
+func (x *Prepared) Result() Result { return x.pr.res }
+
+// Now is the pass's clock.
+func (x *Prepared) Now() time.Time { return x.pr.opts.Now }
+
+// Commit records the prepared pass under the lock if nothing it read
+// changed (see Prepared); ok is false, with nothing written and x
+// dropped, when something did. On success the state the pass leaves is in
+// its Options.Warm, as Reconcile leaves it. A Prepared is committed or
+// dropped once.
+func (x *Prepared) Commit(ctx context.Context) (res Result, ok bool, err error) {
+	if x == nil || x.done {
+		return Result{}, false, nil
+	}
+	pr := x.pr
+	lock, drained, err := inbox.LockLog(ctx, pr.root, pr.opts.LockTimeout)
+	if err != nil || lock == nil {
+		x.Drop()
+		return Result{}, false, err
+	}
+	defer lock.Release()
+	if drained.Drained+drained.Completed+drained.Feedback > 0 || !x.holds() {
+		x.Drop()
+		return Result{}, false, nil
+	}
+	x.done = true
+	defer pr.drop()
+	res, err = pr.commitLocked(ctx)
+	if errors.Is(err, ErrGitMoved) {
+		if pr.cache != nil {
+			pr.cache.AbortPass()
+		}
+		return Result{}, false, nil
+	}
+	return res, true, err
+}
+
+// holds reports whether what the pass read is still what is there.
+func (x *Prepared) holds() bool {
+	pr := x.pr
+	now, ok := statFiles(pr.p)
+	if !ok || !sameFiles(x.files, now) || racy(x.files, x.at) {
+		return false
+	}
+	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
+		return false
+	}
+	for key := range pr.opts.Confirm {
+		if strings.Contains(key, "#") {
+			continue // a knowledge anchor: its file's stat stands for it
+		}
+		if _, err := os.Lstat(filepath.Join(pr.root, filepath.FromSlash(key))); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+// Drop removes what the pass staged; nil or done: nothing.
+func (x *Prepared) Drop() {
+	if x == nil || x.done {
+		return
+	}
+	x.done = true
+	dropPass(x.pr)
+}
+
+// dropPass removes what pr staged and ends its stat cache pass unsaved.
+func dropPass(pr *pass) {
+	pr.drop()
+	if pr.cache != nil {
+		pr.cache.AbortPass()
+	}
+}
+
+// statFiles stats the memory files a state stands for (warmPaths); ok is
+// false when one is not a regular file.
+func statFiles(p manifest.Paths) ([]warmFile, bool) {
+	var out []warmFile
+	for _, path := range warmPaths(p) {
+		if s, ok := statcache.Lstat(path); ok {
+			out = append(out, warmFile{path: path, stat: s})
+			continue
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			return nil, false
+		}
+		out = append(out, warmFile{path: path, absent: true})
+	}
+	return out, true
+}
+
+// sameFiles reports whether two statFiles are the same.
+func sameFiles(a, b []warmFile) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// racy reports whether a file of files was modified within the racy
+// window before at, when the stats were taken: a rewrite of the same size
+// in the same clock tick would keep its stat.
+func racy(files []warmFile, at int64) bool {
+	for _, f := range files {
+		if !f.absent && f.stat.Mtime >= at-int64(racyWindow) {
+			return true
+		}
+	}
+	return false
+}
