@@ -60,6 +60,9 @@ type Counters struct {
 	// GitMoved counts passes that wrote nothing because git wrote the
 	// worktree while they read it (heal.ErrGitMoved); each ran again.
 	GitMoved int `json:"git_moved"`
+	// Prepared counts passes that ended a grace window by committing
+	// what was prepared shortly before it ended (engine.Engine.Prepare).
+	Prepared int `json:"prepared"`
 }
 
 // ReadState returns the state the last watcher of root published and

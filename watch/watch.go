@@ -22,8 +22,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -143,21 +145,29 @@ type watcher struct {
 	// graceDue is when the first of them is due.
 	missing  map[string]time.Time
 	graceDue time.Time
+	// dueAt is, while the pass a grace window's end started runs, when
+	// that window ended: the moment its deletions became final (the
+	// latency benchmark measures from it).
+	dueAt time.Time
 
 	// settleT fires settleDelay after a pass: the engine does what the
 	// pass deferred (engine.Engine.Settle) while nothing is pending.
 	settleT *time.Timer
+	// prepT fires prepareLead before the first grace window ends: the
+	// engine prepares the pass that ends it (prepare).
+	prepT *time.Timer
 
 	// gitDir is the worktree's git directory ("" outside git), where git
 	// leaves the state of an operation waiting for the person.
 	gitDir string
 
 	// test hooks
-	reconcile   reconcileFunc
-	add         func(path string) error
-	newFS       func() (*fsnotify.Watcher, error)
-	afterFire   func() // after a reconcile's results and state are written
-	afterSettle func() // after each call of the engine's Settle
+	reconcile    reconcileFunc
+	add          func(path string) error
+	newFS        func() (*fsnotify.Watcher, error)
+	afterFire    func() // after a reconcile's results and state are written
+	afterSettle  func() // after each call of the engine's Settle
+	afterPrepare func() // after each call of the engine's Prepare
 }
 
 func newWatcher(root string, opts Options) *watcher {
@@ -232,6 +242,9 @@ func (w *watcher) loadSettings() error {
 		s.rescan = DefaultRescan
 	}
 	w.set = s
+	if w.eng != nil {
+		w.eng.DropPrepared() // its staged files go with it
+	}
 	w.eng = engine.New(w.root, c, w.log)
 	w.full = true // a new engine's first pass checks every file
 	return nil
@@ -253,9 +266,12 @@ func (w *watcher) run(ctx context.Context) error {
 	w.timer.Stop()
 	w.settleT = time.NewTimer(time.Hour)
 	w.settleT.Stop()
+	w.prepT = time.NewTimer(time.Hour)
+	w.prepT.Stop()
 	defer func() {
 		w.timer.Stop()
 		w.settleT.Stop()
+		w.prepT.Stop()
 		if w.ticker != nil {
 			w.ticker.Stop()
 		}
@@ -291,6 +307,7 @@ func (w *watcher) run(ctx context.Context) error {
 		case <-ctx.Done():
 			w.log.Info("stopping", "reason", context.Cause(ctx))
 			w.settle(context.WithoutCancel(ctx), false)
+			w.eng.DropPrepared() // its staged files go
 			w.state.StoppedAt = time.Now().UTC().Format(time.RFC3339Nano)
 			w.writeState()
 			return nil
@@ -308,12 +325,15 @@ func (w *watcher) run(ctx context.Context) error {
 			w.onError(err)
 		case <-w.timer.C:
 			if w.first.IsZero() && !w.graceDue.IsZero() {
-				w.graceDue = time.Time{}
+				w.dueAt, w.graceDue = w.graceDue, time.Time{}
 				w.markPending("grace", true)
 			}
 			w.fire(ctx)
+			w.dueAt = time.Time{}
 		case <-w.settleT.C:
 			w.settle(ctx, true)
+		case <-w.prepT.C:
+			w.prepare(ctx)
 		case <-tick:
 			w.thorough = true
 			w.markPending("rescan", true)
@@ -460,6 +480,9 @@ func (w *watcher) fire(ctx context.Context) {
 		w.log.Warn("reconcile warning", "warning", warn)
 	}
 	w.state.Counters.Reconciles++
+	if rep.Prepared {
+		w.state.Counters.Prepared++
+	}
 	w.state.Counters.Deletions += res.Deletions
 	w.state.Counters.Edits += res.Edits
 	w.state.Counters.Healed += res.Healed
@@ -547,7 +570,9 @@ const settleDelay = 100 * time.Millisecond
 
 // settle runs the engine's Settle unless a burst is pending (its pass
 // comes first, and settles after); again re-arms the timer when Settle
-// asks to be called later.
+// asks to be called later and, once it is done, arms the preparation of
+// the pass that ends the first grace window (armPrepare). The watcher's
+// last call, as it stops, passes again false.
 func (w *watcher) settle(ctx context.Context, again bool) {
 	if w.eng == nil {
 		return
@@ -591,10 +616,79 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 		w.settleT.Reset(4 * settleDelay)
 		return
 	}
+	if again {
+		w.armPrepare(ctx)
+	}
 	// Settled and idle: give the pass's garbage back to the OS rather than
 	// keeping the peak resident (the kept state itself stays).
 	debug.FreeOSMemory()
 }
+
+// prepareLead is how long before the first grace window ends the watcher
+// has the engine prepare the pass that ends it (engine.Engine.Prepare): at
+// 50,000 artifacts the pass and the staging of its two files take about
+// 100 ms. The window for an event that drops what was prepared (and
+// leaves the next pass to read every file) is this long, not the whole
+// grace window.
+const prepareLead = 300 * time.Millisecond
+
+// armPrepare prepares the pass that ends the first grace window now, or
+// arms prepT for prepareLead before it ends.
+func (w *watcher) armPrepare(ctx context.Context) {
+	if w.graceDue.IsZero() {
+		return
+	}
+	if at := w.graceDue.Add(-prepareLead); time.Now().Before(at) {
+		w.prepT.Reset(time.Until(at))
+		return
+	}
+	w.prepare(ctx)
+}
+
+// prepare has the engine prepare the pass that ends the first grace
+// window, shortly before it ends: when the window ends with nothing
+// changed, that pass only commits what is staged. An event that arrives
+// meanwhile is handled once the preparation is done; its pass drops what
+// was prepared. Memory files written just before are tried again
+// shortly.
+func (w *watcher) prepare(ctx context.Context) {
+	if w.graceDue.IsZero() || !w.first.IsZero() || w.full || w.opts.Poll > 0 || !time.Now().Before(w.graceDue) {
+		return
+	}
+	confirm := w.confirmed(w.graceDue)
+	if len(confirm) == 0 {
+		return
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := w.cancelOnEvent(cancel)
+	t0 := time.Now()
+	again, err := w.eng.Prepare(sctx, engine.Pass{
+		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: confirm,
+		Now: w.graceDue, Touched: map[string]bool{}, Deferred: true,
+	})
+	held := stop()
+	cancel()
+	if w.afterPrepare != nil {
+		w.afterPrepare()
+	}
+	switch {
+	case err != nil:
+		w.log.Debug("pass not prepared: it runs when the grace window ends", "err", err)
+	case again:
+		if w.first.IsZero() && time.Until(w.graceDue) > prepareRetry {
+			w.prepT.Reset(prepareRetry)
+		}
+	default:
+		w.log.Debug("pass prepared for the end of the grace window", "artifacts", head(slices.Sorted(maps.Keys(confirm))), "took", time.Since(t0).String())
+	}
+	for _, ev := range held {
+		w.onEvent(ev)
+	}
+}
+
+// prepareRetry is how long the watcher waits to prepare again after the
+// memory files were found written too recently.
+const prepareRetry = 60 * time.Millisecond
 
 // maxHeld bounds the events cancelOnEvent holds: a stream of events that
 // do not matter (another tool's files in a watched directory) calls the

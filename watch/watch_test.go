@@ -875,3 +875,91 @@ func appendLog(t *testing.T, root string, lines ...string) {
 		}
 	}
 }
+
+// TestPreparedDeletion: with a grace window longer than prepareLead, the
+// pass that ends it is prepared shortly before (engine.Engine.Prepare)
+// and its end only commits it: the penalty is the one a pass run then
+// writes, dated at the window's end, and no temporary file is left.
+func TestPreparedDeletion(t *testing.T) {
+	const grace = prepareLead + 500*time.Millisecond
+	root := fixture(t, 3, 1)
+	r := start(t, root, Options{Debounce: debounce, Grace: grace}, nil)
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+grace+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	o := obs(t, root, "obs_c0")
+	if o.Confidence != 0.27 || o.DeprecatedAt == "" {
+		t.Fatalf("obs_c0: confidence %v deprecated_at %q, want 0.27 and a time", o.Confidence, o.DeprecatedAt)
+	}
+	if e, ok := entry(t, root, "obs_c0"); !ok || e.Deleted == nil || e.Deleted.Confidence != 0.9 {
+		t.Fatalf("manifest entry of the deleted artifact: %+v (want it kept with its deletion record)", e)
+	}
+	// Another deletion after the first was recorded: prepared again.
+	if err := os.RemoveAll(filepath.Dir(abs(root, skillRel(0)))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+grace+margin, "obs_s0 deprecated", func() bool { return status(t, root, "obs_s0") == manifest.Deprecated })
+	r.stop()
+	st, _, err := ReadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counters.Deletions != 2 || st.Counters.Prepared != 2 {
+		t.Fatalf("counters %+v: want 2 deletions, both committed as prepared", st.Counters)
+	}
+	checkFiles(t, root)
+}
+
+// TestPreparedDropped: a prepared pass is dropped when the file comes back
+// before the window ends (no penalty, no temporary file left), and when
+// another change arrives (that change's pass runs; the deletion is
+// recorded at the end of its window all the same).
+func TestPreparedDropped(t *testing.T) {
+	const grace = prepareLead + 500*time.Millisecond
+	root := fixture(t, 3, 1)
+	var prepared atomic.Int32
+	r := start(t, root, Options{Debounce: debounce, Grace: grace}, func(w *watcher) {
+		w.afterPrepare = func() {
+			if w.eng.HasPrepared() {
+				prepared.Add(1)
+			}
+		}
+	})
+	p := abs(root, cmdRel(0))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+grace+margin, "the pass prepared", func() bool { return prepared.Load() == 1 })
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(grace + debounce + 300*time.Millisecond)
+	if got := status(t, root, "obs_c0"); got != manifest.Created {
+		t.Fatalf("obs_c0 came back before its grace window ended and is %s", got)
+	}
+
+	// Deleted again; another command edited after the pass was prepared.
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+grace+margin, "the pass prepared again", func() bool { return prepared.Load() == 2 })
+	q := abs(root, cmdRel(1))
+	if err := os.WriteFile(q, []byte("# command 1\n\nedited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+grace+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	r.stop()
+	st, _, err := ReadState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counters.Deletions != 1 || st.Counters.Edits != 1 || st.Counters.Prepared > 1 {
+		t.Fatalf("counters %+v: want 1 deletion, 1 edit, the first preparation not committed", st.Counters)
+	}
+	checkFiles(t, root)
+}
