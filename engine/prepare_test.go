@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,23 +32,11 @@ func TestPreparedProperty(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 31))
 			tw := newTwin(t, "")
-			gitTwin(t, tw)
-			arts := tw.artifacts()
-			side := []string{arts[rng.IntN(len(arts))], arts[rng.IntN(len(arts))]}
-			tw.do(func(root string) {
-				gitRun(t, root, "checkout", "-q", "-b", "side")
-				gitRun(t, root, append([]string{"rm", "-q", "--ignore-unmatch"}, side...)...)
-				gitRun(t, root, "commit", "-q", "--allow-empty", "-m", "side")
-				gitRun(t, root, "checkout", "-q", "main")
-			})
+			arts := tw.gitWithSide(rng)
 			tw.kept = New(tw.a, tw.cfg, nil)
 			tw.deferred, tw.prove = true, seed%2 == 1
 			tw.touched, tw.confirm = map[string]bool{}, map[string]bool{}
 			r := tw.reconcile("the kept engine's first pass")
-			git := func(root string, args ...string) {
-				cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
-				_ = cmd.Run() // refused in both twins alike (a local change in the way)
-			}
 			branch := "main"
 			saved := map[string][]byte{}
 			for i := range 30 {
@@ -77,18 +63,9 @@ func TestPreparedProperty(t *testing.T) {
 				case 0, 1, 2:
 					what = tw.personOp(op, rel, i, saved)
 				case 3:
-					to := map[string]string{"main": "side", "side": "main"}[branch]
-					what = "checkout " + to
-					tw.do(func(root string) { git(root, "checkout", "-q", to) })
-					if out, err := exec.Command("git", "-C", tw.a, "branch", "--show-current").Output(); err == nil {
-						branch = strings.TrimSpace(string(out))
-					}
+					what, branch = tw.checkoutOther(branch)
 				case 4:
-					what = "commit the artifacts on " + branch
-					tw.do(func(root string) {
-						git(root, "add", "-A", ".claude")
-						git(root, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("step %d", i))
-					})
+					what = tw.commitArtifacts(branch, i)
 				case 5:
 					// Another tool appends to the log: no event on an
 					// artifact, the log's stat changes.

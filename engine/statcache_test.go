@@ -725,23 +725,11 @@ func TestDeferredGitProperty(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 21))
 			tw := newTwin(t, "")
-			gitTwin(t, tw)
-			arts := tw.artifacts()
-			side := []string{arts[rng.IntN(len(arts))], arts[rng.IntN(len(arts))]}
-			tw.do(func(root string) {
-				gitRun(t, root, "checkout", "-q", "-b", "side")
-				gitRun(t, root, append([]string{"rm", "-q", "--ignore-unmatch"}, side...)...)
-				gitRun(t, root, "commit", "-q", "--allow-empty", "-m", "side")
-				gitRun(t, root, "checkout", "-q", "main")
-			})
+			arts := tw.gitWithSide(rng)
 			tw.kept = New(tw.a, tw.cfg, nil)
 			tw.deferred, tw.prove = true, seed%2 == 1
 			tw.touched = map[string]bool{}
 			tw.reconcile("the kept engine's first pass")
-			git := func(root string, args ...string) {
-				cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
-				_ = cmd.Run() // refused in both twins alike (a local change in the way)
-			}
 			branch := "main"
 			saved := map[string][]byte{}
 			for i := range 30 {
@@ -752,21 +740,14 @@ func TestDeferredGitProperty(t *testing.T) {
 				case 0, 1, 2:
 					what = tw.personOp(op, rel, i, saved)
 				case 3, 4:
-					to := map[string]string{"main": "side", "side": "main"}[branch]
-					what = "checkout " + to
-					tw.do(func(root string) { git(root, "checkout", "-q", to) })
-					if out, err := exec.Command("git", "-C", tw.a, "branch", "--show-current").Output(); err == nil {
-						if now := strings.TrimSpace(string(out)); now != branch {
-							branch = now
-							switches++
-						}
+					var now string
+					what, now = tw.checkoutOther(branch)
+					if now != branch {
+						branch = now
+						switches++
 					}
 				case 5:
-					what = "commit the artifacts on " + branch
-					tw.do(func(root string) {
-						git(root, "add", "-A", ".claude")
-						git(root, "commit", "-q", "--allow-empty", "-m", fmt.Sprintf("step %d", i))
-					})
+					what = tw.commitArtifacts(branch, i)
 				default:
 					what = "nothing"
 				}
@@ -792,6 +773,51 @@ func TestDeferredGitProperty(t *testing.T) {
 		t.Fatalf("the runs met %d absences, %d checked-out versions, %d deletions, %d branch switches", absent, checkedOut, deletions, switches)
 	}
 	t.Logf("absences %d, checked-out versions %d, deletions %d, branch switches %d", absent, checkedOut, deletions, switches)
+}
+
+// gitWithSide makes both twins git repositories (gitTwin) with a branch
+// "side" that lacks up to two artifacts drawn by rng, main checked out,
+// and returns the artifacts.
+func (tw *twin) gitWithSide(rng *rand.Rand) []string {
+	t := tw.t
+	gitTwin(t, tw)
+	arts := tw.artifacts()
+	side := []string{arts[rng.IntN(len(arts))], arts[rng.IntN(len(arts))]}
+	tw.do(func(root string) {
+		gitRun(t, root, "checkout", "-q", "-b", "side")
+		gitRun(t, root, append([]string{"rm", "-q", "--ignore-unmatch"}, side...)...)
+		gitRun(t, root, "commit", "-q", "--allow-empty", "-m", "side")
+		gitRun(t, root, "checkout", "-q", "main")
+	})
+	return arts
+}
+
+// gitBoth runs git in both twins; a refusal (a local change in the way)
+// is the same in both.
+func (tw *twin) gitBoth(args ...string) {
+	tw.do(func(root string) {
+		cmd := exec.Command("git", append([]string{"-C", root, "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"}, args...)...)
+		_ = cmd.Run()
+	})
+}
+
+// checkoutOther checks the other branch out in both twins (main and side
+// of gitWithSide) and returns what it did and the branch now checked out.
+func (tw *twin) checkoutOther(branch string) (what, now string) {
+	to := map[string]string{"main": "side", "side": "main"}[branch]
+	tw.gitBoth("checkout", "-q", to)
+	now = branch
+	if out, err := exec.Command("git", "-C", tw.a, "branch", "--show-current").Output(); err == nil {
+		now = strings.TrimSpace(string(out))
+	}
+	return "checkout " + to, now
+}
+
+// commitArtifacts commits the artifacts as they are in both twins (step i).
+func (tw *twin) commitArtifacts(branch string, i int) string {
+	tw.gitBoth("add", "-A", ".claude")
+	tw.gitBoth("commit", "-q", "--allow-empty", "-m", fmt.Sprintf("step %d", i))
+	return "commit the artifacts on " + branch
 }
 
 // personOp does to rel in both roots what a person does to an artifact
