@@ -23,7 +23,7 @@ import (
 // commands in one directory, 5,000 skills in a directory each) and the
 // default 200 ms debounce, and the process's peak RSS. Each iteration
 // deletes one artifact (alternately a command file and a whole skill
-// directory).
+// directory), or edits one (LEARNWATCH_WATCH_EDIT=1).
 //
 //	go test -run '^$' -bench DeletionLatency -benchtime 100x ./watch/
 func BenchmarkDeletionLatency(b *testing.B) {
@@ -44,6 +44,10 @@ func BenchmarkDeletionLatency(b *testing.B) {
 	if g, err := time.ParseDuration(os.Getenv("LEARNWATCH_WATCH_GRACE")); err == nil {
 		opts.Grace = g
 	}
+	// LEARNWATCH_WATCH_EDIT=1 edits the artifacts instead of deleting
+	// them: an edit is final after the debounce, with no grace window to
+	// prepare its pass in (the record is its edit, not a penalty).
+	edit := os.Getenv("LEARNWATCH_WATCH_EDIT") == "1"
 	root := fixture(b, nCmd, nSkill)
 	victim := make(chan string, 1)
 	penalised := make(chan time.Time, 1)
@@ -65,9 +69,10 @@ func BenchmarkDeletionLatency(b *testing.B) {
 				// started later (the watcher was busy).
 				d = time.Since(w.dueAt)
 			}
+
 			select {
 			case id := <-victim:
-				if slices.Contains(res.Deleted, id) {
+				if slices.Contains(res.Deleted, id) || edit && slices.Contains(res.Edited, id) {
 					recorded = append(recorded, d)
 					if res.Prepared {
 						prepared++
@@ -95,7 +100,18 @@ func BenchmarkDeletionLatency(b *testing.B) {
 		}
 		victim <- id
 		removed := time.Now()
-		if err := os.RemoveAll(path); err != nil {
+		if edit {
+			// The command file, or the skill's SKILL.md, edited in place.
+			if i%2 == 1 {
+				path = abs(root, skillRel(i/2))
+			}
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.WriteString("\nEdited by a person.\n")
+			f.Close()
+		} else if err := os.RemoveAll(path); err != nil {
 			b.Fatal(err)
 		}
 		select {
