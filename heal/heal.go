@@ -14,6 +14,9 @@
 //
 // Plan decides from the loaded state without I/O; Reconcile loads the state
 // under the lock, plans, and writes the log, then the manifest, atomically.
+// Prepare does the same up to the writes, staged under temporary names, and
+// leaves them to a later Commit that checks nothing it read has changed
+// (the watcher's pass at the end of a grace window, prepared before it).
 package heal
 
 import (
