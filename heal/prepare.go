@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 	}
 	// Under the lock nothing else writes them; a writer that does not
 	// take it (an append) is seen here or at the commit.
-	if after, ok := statFiles(p); !ok || !sameFiles(files, after) {
+	if after, ok := statFiles(p); !ok || !slices.Equal(files, after) {
 		dropPass(pr)
 		return nil, ErrNotPrepared
 	}
@@ -88,9 +89,6 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 	}
 	return &Prepared{pr: pr, files: files, at: at}, nil
 }
-
-// Result is what the pass found and will record.
-func (x *Prepared) Result() Result { return x.pr.res }
 
 // Now is the pass's clock.
 func (x *Prepared) Now() time.Time { return x.pr.opts.Now }
@@ -131,7 +129,7 @@ func (x *Prepared) Commit(ctx context.Context) (res Result, ok bool, err error) 
 func (x *Prepared) holds() bool {
 	pr := x.pr
 	now, ok := statFiles(pr.p)
-	if !ok || !sameFiles(x.files, now) || racy(x.files, x.at) {
+	if !ok || !slices.Equal(x.files, now) || racy(x.files, x.at) {
 		return false
 	}
 	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
@@ -180,19 +178,6 @@ func statFiles(p manifest.Paths) ([]warmFile, bool) {
 		out = append(out, warmFile{path: path, absent: true})
 	}
 	return out, true
-}
-
-// sameFiles reports whether two statFiles are the same.
-func sameFiles(a, b []warmFile) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // racy reports whether a file of files was modified within the racy
