@@ -963,3 +963,68 @@ func TestPreparedDropped(t *testing.T) {
 	}
 	checkFiles(t, root)
 }
+
+// TestRenderedSkillWatched: a skill the watcher renders itself, into a
+// directory of its own, is watched from the pass that wrote it (the watch
+// set is computed again when the manifest changed): deleting its SKILL.md
+// alone, with no event on a directory, is a deletion.
+func TestRenderedSkillWatched(t *testing.T) {
+	root := fixture(t, 2, 1)
+	p := manifest.PathsFor(root)
+	if err := os.WriteFile(filepath.Join(p.Memory, "learnwatch.yaml"), []byte("watch:\n  render: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	appendLog(t, root, `{"id":"obs_newskill","type":"procedural","pattern":"bisect a flaky test","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"ready","evidence":["e1"],"details":"run it in a loop","quality_ok":true}`)
+	var skill string
+	r.waitFor(debounce+margin, "obs_newskill rendered", func() bool {
+		o := obs(t, root, "obs_newskill")
+		skill = o.ArtifactPath
+		return o.Status == manifest.Created && skill != ""
+	})
+	r.quiet(5 * debounce)
+	if err := os.Remove(filepath.Join(root, filepath.FromSlash(skill))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_newskill deprecated", func() bool { return status(t, root, "obs_newskill") == manifest.Deprecated })
+	r.stop()
+	checkFiles(t, root)
+}
+
+// TestArtifactRegisteredInAnExistingDirectory: another tool writes a skill
+// into a directory that existed, unwatched, and registers it in the
+// manifest. The pass the manifest's event starts computes the watch set
+// again and arms that directory: deleting the skill's file alone is a
+// deletion.
+func TestArtifactRegisteredInAnExistingDirectory(t *testing.T) {
+	root := fixture(t, 2, 1)
+	p := manifest.PathsFor(root)
+	dir := filepath.Join(root, ".claude", "skills", "later")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, root, Options{Debounce: debounce}, nil)
+	content := []byte("# skill later\n\nbody\n")
+	rel := ".claude/skills/later/SKILL.md"
+	if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendLog(t, root, `{"id":"obs_later","type":"procedural","pattern":"p obs_later","confidence":0.9,"observations":3,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-05T00:00:00Z","status":"created","evidence":[],"details":"","quality_ok":true,"artifact_path":".claude/skills/later/SKILL.md"}`)
+	m, _, err := manifest.ReadManifest(p.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Entries = append(m.Entries, manifest.Entry{ObservationID: "obs_later", Type: manifest.Procedural, Path: rel,
+		ContentHash: manifest.Hash(content), RenderedAt: "2026-01-05T00:00:00Z"})
+	if err := manifest.WriteManifest(p.Manifest, m); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "a pass after the registration", func() bool { return r.count.Load() >= 2 })
+	r.quiet(5 * debounce)
+	if err := os.Remove(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_later deprecated", func() bool { return status(t, root, "obs_later") == manifest.Deprecated })
+	r.stop()
+	checkFiles(t, root)
+}
