@@ -655,6 +655,11 @@ func (w *watcher) prepare(ctx context.Context) {
 	if w.graceDue.IsZero() || !w.first.IsZero() || w.full || w.opts.Poll > 0 || !time.Now().Before(w.graceDue) {
 		return
 	}
+	if w.eng.HasPrepared() {
+		// Prepared already (a later settle): preparing again would find
+		// the kept state taken and read every file.
+		return
+	}
 	confirm := w.confirmed(w.graceDue)
 	if len(confirm) == 0 {
 		return
