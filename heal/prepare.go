@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -161,33 +160,4 @@ func dropPass(pr *pass) {
 	if pr.cache != nil {
 		pr.cache.AbortPass()
 	}
-}
-
-// statFiles stats the memory files a state stands for (warmPaths); ok is
-// false when one is not a regular file.
-func statFiles(p manifest.Paths) ([]warmFile, bool) {
-	var out []warmFile
-	for _, path := range warmPaths(p) {
-		if s, ok := statcache.Lstat(path); ok {
-			out = append(out, warmFile{path: path, stat: s})
-			continue
-		}
-		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-			return nil, false
-		}
-		out = append(out, warmFile{path: path, absent: true})
-	}
-	return out, true
-}
-
-// racy reports whether a file of files was modified within the racy
-// window before at, when the stats were taken: a rewrite of the same size
-// in the same clock tick would keep its stat.
-func racy(files []warmFile, at int64) bool {
-	for _, f := range files {
-		if !f.absent && f.stat.Mtime >= at-int64(racyWindow) {
-			return true
-		}
-	}
-	return false
 }

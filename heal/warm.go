@@ -99,15 +99,7 @@ func (w *Warm) usable(p manifest.Paths, touched map[string]bool) bool {
 	if !w.sameStats() {
 		return false
 	}
-	if w.proved {
-		return true
-	}
-	for _, f := range w.files {
-		if !f.absent && f.stat.Mtime >= w.at-int64(racyWindow) {
-			return false
-		}
-	}
-	return true
+	return w.proved || !racy(w.files, w.at)
 }
 
 func isWarmPath(p manifest.Paths, abs string) bool {
@@ -122,14 +114,7 @@ func isWarmPath(p manifest.Paths, abs string) bool {
 // sameStats reports whether every file still has its recorded stat.
 func (w *Warm) sameStats() bool {
 	for _, f := range w.files {
-		s, ok := statcache.Lstat(f.path)
-		if f.absent {
-			if _, err := os.Lstat(f.path); !errors.Is(err, fs.ErrNotExist) {
-				return false
-			}
-			continue
-		}
-		if !ok || s != f.stat {
+		if now, ok := statFile(f.path); !ok || now != f {
 			return false
 		}
 	}
@@ -167,19 +152,12 @@ func (w *Warm) capture(st *State, p manifest.Paths, prev Warm) {
 		}
 	}
 	w.at = time.Now().UnixNano()
-	manifestExists := false
-	for _, path := range warmPaths(p) {
-		s, ok := statcache.Lstat(path)
-		if ok {
-			w.files = append(w.files, warmFile{path: path, stat: s})
-			manifestExists = manifestExists || path == p.Manifest
-			continue
-		}
-		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
-			return // not a regular file (refused): nothing to vouch for
-		}
-		w.files = append(w.files, warmFile{path: path, absent: true})
+	files, ok := statFiles(p)
+	if !ok {
+		return // not a regular file (refused): nothing to vouch for
 	}
+	w.files = files
+	manifestExists := slices.ContainsFunc(files, func(f warmFile) bool { return f.path == p.Manifest && !f.absent })
 	w.st = State{Log: st.Log, Manifest: st.Manifest, ManifestExists: manifestExists,
 		Usage: st.Usage, Knowledge: st.Knowledge, Sections: st.Sections,
 		Files: st.Files, Verified: st.Verified, Missing: st.Missing, Unreadable: st.Unreadable,
@@ -292,4 +270,42 @@ func (w *Warm) holds(p manifest.Paths, path string, b []byte, seed maphash.Seed)
 	rel, _ := filepath.Rel(p.Root, path)
 	k, ok := w.st.Knowledge[filepath.ToSlash(rel)]
 	return ok && bytes.Equal(k, b)
+}
+
+// statFiles stats the memory files a state stands for (warmPaths); ok is
+// false when one is not a regular file.
+func statFiles(p manifest.Paths) ([]warmFile, bool) {
+	var out []warmFile
+	for _, path := range warmPaths(p) {
+		f, ok := statFile(path)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, f)
+	}
+	return out, true
+}
+
+// statFile stats one of them: its stat, absent, or ok false when it is
+// something else than a regular file.
+func statFile(path string) (warmFile, bool) {
+	if s, ok := statcache.Lstat(path); ok {
+		return warmFile{path: path, stat: s}, true
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return warmFile{}, false
+	}
+	return warmFile{path: path, absent: true}, true
+}
+
+// racy reports whether a file of files was modified within the racy
+// window before at, when the stats were taken: a rewrite of the same size
+// in the same clock tick would keep its stat.
+func racy(files []warmFile, at int64) bool {
+	for _, f := range files {
+		if !f.absent && f.stat.Mtime >= at-int64(racyWindow) {
+			return true
+		}
+	}
+	return false
 }
