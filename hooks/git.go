@@ -19,12 +19,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
+	"github.com/learnwatch/learnwatch/scaffold"
 )
 
 // GitHooks are the git hooks learnwatch installs, in order.
@@ -76,6 +79,11 @@ type Status struct {
 	Hooks []Hook `json:"hooks"`
 	// Drivers is the state of learnwatch's merge drivers (mergedriver.go).
 	Drivers *DriverState `json:"merge_drivers,omitempty"`
+	// Unignored are the .gitignore patterns of the files learnwatch keeps
+	// local to a checkout (scaffold.LocalState: the watcher's pid and
+	// state, the locks, the stamps) that the root's .gitignore does not
+	// cover: `git add -A` would commit them. `learnwatch init` adds them.
+	Unignored []string `json:"unignored,omitempty"`
 }
 
 // Options configure Install.
@@ -244,7 +252,18 @@ func Install(root string, opts Options) (Status, error) {
 	}
 	ds, err := InstallMergeDrivers(root, opts.Binary)
 	st.Drivers = &ds
+	st.Unignored = unignored(root)
 	return st, err
+}
+
+// unignored returns the local-state patterns root's .gitignore does not
+// cover (a .gitignore that cannot be read covers none).
+func unignored(root string) []string {
+	b, err := safefs.ReadFile(filepath.Join(root, ".gitignore"), safefs.MaxState)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil // not ours to judge (a link, too large): no advice
+	}
+	return scaffold.MissingIgnoreLines(b)
 }
 
 func installOne(dir, name string, script []byte) (Hook, error) {
