@@ -23,7 +23,7 @@ func TestRelaxGC(t *testing.T) {
 	}{
 		{-1, passHeapFloor}, // no log
 		{1 << 20, passHeapFloor},
-		{64 << 20, 64 << 20 * passHeapPerLogByte},
+		{64 << 20, 64 << 20 * passHeapPerLogHalfByte / 2},
 	} {
 		if c.size >= 0 {
 			if err := os.WriteFile(log, nil, 0o644); err != nil {

@@ -345,7 +345,14 @@ type Line struct {
 	idx  indexFields // from the scan, while obs is nil
 	// marks are staleness marks set while obs is nil (SetMarks), which
 	// the write patches into Raw; nil when none differ from Raw's.
-	marks   *Marks
+	marks *Marks
+	// written are the marks the file holds for this line when a write
+	// patched them into Raw's bytes and kept Raw (nil: the file holds
+	// Raw): a first pass marks every line, and keeping each patched line
+	// as well as the log as read was a third of a 100,000 observations'
+	// peak heap. The bytes are patched again at each write; a decode, or
+	// Settle, makes them Raw (materialize).
+	written *Marks
 	parsed  bool // the line holds an object that parses
 	scanned bool
 }
@@ -355,6 +362,7 @@ type Line struct {
 // is blank or corrupt. Invalid lines have one too.
 func (ln *Line) Observation() *Observation {
 	if ln.obs == nil && ln.parsed {
+		ln.materialize()
 		var o Observation
 		body := bytes.TrimSpace(ln.Raw)
 		if o.decodeScanned(body) {
@@ -776,7 +784,7 @@ func (l *Log) InvalidCount() int {
 func (ln *Line) changed() bool {
 	switch {
 	case ln.obs == nil:
-		return ln.marks != nil
+		return !sameMarks(ln.marks, ln.written)
 	case ln.scanned:
 		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw))
 	case ln.orig == nil:
@@ -838,7 +846,7 @@ func sameObservation(a, b *Observation) bool {
 // Bytes renders the log: unchanged lines byte for byte, changed and new
 // observations re-encoded with their unknown fields.
 func (l *Log) Bytes() ([]byte, error) {
-	fresh, _, err := l.encodeChanged()
+	fresh, err := l.encodeChanged()
 	if err != nil {
 		return nil, err
 	}
@@ -852,84 +860,64 @@ func (l *Log) Bytes() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(size)
-	l.writeLines(&buf, fresh)
+	if _, err := l.writeLines(&buf, fresh, nil); err != nil {
+		return nil, err
+	}
 	return buf.Bytes(), nil
 }
 
 // encodeChanged re-encodes the changed and new observations: per line the
-// new bytes, nil for a line written as read (fresh is nil when no line
-// changed), and for a line whose marks were set aside where its texts
-// are in its new bytes.
-func (l *Log) encodeChanged() (fresh [][]byte, at []textSpans, err error) {
-	decoded, marked := 0, 0
+// new bytes, nil for a line written as read or patched with its marks as
+// it is written (writeLines); fresh is nil when no decoded line changed.
+func (l *Log) encodeChanged() (fresh [][]byte, err error) {
+	decoded := 0
 	for _, ln := range l.Lines {
-		switch {
-		case ln.obs != nil:
+		if ln.obs != nil {
 			decoded++
-		case ln.marks != nil:
-			marked++
 		}
 	}
-	if decoded+marked == 0 {
-		return nil, nil, nil // no line was decoded, marked or appended: none changed
+	if decoded == 0 {
+		return nil, nil // no line was decoded or appended: none re-encoded
 	}
 	fresh = make([][]byte, len(l.Lines))
-	if marked > 0 {
-		at = make([]textSpans, len(l.Lines))
-	}
-	// A first pass can change every line (staleness marks): the lines are
-	// independent, so they are checked and encoded on every core.
-	if err := encodeRuns(l.Lines, fresh, at, parallel.Workers(decoded+marked, encodeShare)); err != nil {
-		return nil, nil, err
+	// A pass can decode many lines: they are independent, so they are
+	// checked and encoded on every core.
+	if err := encodeRuns(l.Lines, fresh, parallel.Workers(decoded, encodeShare)); err != nil {
+		return nil, err
 	}
 	for _, b := range fresh {
 		if b != nil {
-			return fresh, at, nil
+			return fresh, nil
 		}
 	}
-	return nil, nil, nil
+	return nil, nil
 }
 
 // encodeShare is how many decoded lines make another goroutine worth
 // starting to check and encode them.
 const encodeShare = 2000
 
-// encodeRuns fills fresh[i] with the new bytes of each changed line of
-// lines (and at[i] for a line whose marks were set aside: at is nil when
-// none is), in contiguous runs on up to workers goroutines, and returns
-// the error of the first line in the log's order that cannot be encoded.
-func encodeRuns(lines []*Line, fresh [][]byte, at []textSpans, workers int) error {
+// encodeRuns fills fresh[i] with the new bytes of each changed decoded
+// line of lines, in contiguous runs on up to workers goroutines, and
+// returns the error of the first line in the log's order that cannot be
+// encoded.
+func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
 	var mu sync.Mutex
 	firstAt, first := len(lines), error(nil)
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ln := lines[i]
-			if !ln.changed() {
+			if ln.obs == nil || !ln.changed() {
 				continue
 			}
-			o := ln.obs
-			if o == nil {
-				// Marks set aside: the line's bytes patched, or its
-				// observation decoded to be encoded below.
-				var b []byte
-				if b, at[i], o = ln.markedBytes(); o == nil {
-					fresh[i] = b
-					continue
+			b, err := encodeLine(ln.obs, len(ln.Raw))
+			if err != nil {
+				mu.Lock()
+				if i < firstAt {
+					firstAt, first = i, err
 				}
-			}
-			// Room for the line as read and a few members more (marks): one
-			// allocation where growing from nil made several.
-			b, ok := o.appendJSON(make([]byte, 0, len(ln.Raw)+128))
-			if !ok {
-				var err error
-				if b, err = json.Marshal(o); err != nil {
-					mu.Lock()
-					if i < firstAt {
-						firstAt, first = i, fmt.Errorf("encode observation %s: %w", o.ID, err)
-					}
-					mu.Unlock()
-					return
-				}
+				mu.Unlock()
+				return
 			}
 			fresh[i] = b
 		}
@@ -937,26 +925,123 @@ func encodeRuns(lines []*Line, fresh [][]byte, at []textSpans, workers int) erro
 	return first
 }
 
-// writeLines writes every line, fresh bytes for re-encoded ones, and
-// reports whether the output ends with a newline.
-func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) {
+// encodeLine encodes o, a line of about size bytes.
+func encodeLine(o *Observation, size int) ([]byte, error) {
+	// Room for the line as read and a few members more (marks): one
+	// allocation where growing from nil made several.
+	b, ok := o.appendJSON(make([]byte, 0, size+128))
+	if !ok {
+		var err error
+		if b, err = json.Marshal(o); err != nil {
+			return nil, fmt.Errorf("encode observation %s: %w", o.ID, err)
+		}
+	}
+	return b, nil
+}
+
+// patchBlock is how many lines writeLines patches (on every core) before
+// it writes them: the patched bytes of a block are all it holds.
+const patchBlock = 2048
+
+// patchShare is how many bytes of lines to patch make another goroutine
+// worth starting.
+const patchShare = 256 << 10
+
+// writeLines writes every line, fresh bytes for re-encoded ones and a
+// line whose marks were set aside patched (markedBytes), and reports
+// whether the output ends with a newline. Patched lines are made a block
+// at a time, on every core, and let go once written. A line whose patch
+// declined is decoded and encoded instead; declined, when not nil, gets
+// those bytes (a commit makes them the line).
+func (l *Log) writeLines(w io.Writer, fresh [][]byte, declined map[int][]byte) (newline bool, err error) {
 	nl := []byte{'\n'}
-	for i, ln := range l.Lines {
-		out := ln.Raw
-		if fresh != nil && fresh[i] != nil {
-			out = fresh[i]
+	var block []patchedLine
+	for lo := 0; lo < len(l.Lines); lo += patchBlock {
+		hi := min(lo+patchBlock, len(l.Lines))
+		lines := l.Lines[lo:hi]
+		size := 0
+		for i, ln := range lines {
+			if ln.obs == nil && ln.marks != nil && (fresh == nil || fresh[lo+i] == nil) {
+				size += len(ln.Raw)
+			}
 		}
-		if _, err := w.Write(out); err != nil {
-			return false, err
-		}
-		newline = i < len(l.Lines)-1 || !l.noFinalNewline || ln.appended()
-		if newline {
-			if _, err := w.Write(nl); err != nil {
+		if size > 0 {
+			if block == nil {
+				block = make([]patchedLine, patchBlock)
+			}
+			if err := patchRuns(lines, fresh, lo, block, parallel.Workers(size, patchShare)); err != nil {
 				return false, err
+			}
+		}
+		for i, ln := range lines {
+			at := lo + i
+			out := ln.Raw
+			switch {
+			case fresh != nil && fresh[at] != nil:
+				out = fresh[at]
+			case size > 0 && block[i].b != nil:
+				out = block[i].b
+				if block[i].declined && declined != nil {
+					declined[at] = out
+				}
+				block[i] = patchedLine{}
+			}
+			if _, err := w.Write(out); err != nil {
+				return false, err
+			}
+			newline = at < len(l.Lines)-1 || !l.noFinalNewline || ln.appended()
+			if newline {
+				if _, err := w.Write(nl); err != nil {
+					return false, err
+				}
 			}
 		}
 	}
 	return newline, nil
+}
+
+// patchedLine is a line of a block writeLines writes: its bytes, and
+// whether its patch declined (they were encoded from its observation, or
+// are Raw when that did not decode).
+type patchedLine struct {
+	b        []byte
+	declined bool
+}
+
+// patchRuns fills block[i] for lines[i] (line lo+i of the log) when its
+// marks were set aside and fresh has no bytes for it: its bytes patched,
+// or its observation decoded (not kept), marked and encoded when the
+// patch declines. The error is that of the first line in order that
+// cannot be encoded.
+func patchRuns(lines []*Line, fresh [][]byte, lo int, block []patchedLine, workers int) error {
+	var mu sync.Mutex
+	firstAt, first := len(lines), error(nil)
+	parallel.Ranges(len(lines), workers, func(a, b int) {
+		for i := a; i < b; i++ {
+			ln := lines[i]
+			if ln.obs != nil || ln.marks == nil || fresh != nil && fresh[lo+i] != nil {
+				continue
+			}
+			out, o, ok := ln.markedBytes(*ln.marks)
+			switch {
+			case ok:
+			case o != nil:
+				var err error
+				if out, err = encodeLine(o, len(ln.Raw)); err != nil {
+					mu.Lock()
+					if i < firstAt {
+						firstAt, first = i, err
+					}
+					mu.Unlock()
+					return
+				}
+			default:
+				out = ln.Raw // the decoder refused what the scan vouched for: as read
+			}
+			block[i] = patchedLine{b: out, declined: !ok}
+		}
+	})
+	return first
 }
 
 // Settle makes every decoded, unchanged line compare with a copy of its
@@ -966,6 +1051,7 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte) (newline bool, err error) 
 // of its events); it costs a copy per decoded line.
 func (l *Log) Settle() {
 	for _, ln := range l.Lines {
+		ln.materialize()
 		if ln.obs != nil && ln.scanned && !ln.changed() {
 			ln.orig, ln.scanned = ln.obs.Clone(), false
 		}
@@ -974,12 +1060,12 @@ func (l *Log) Settle() {
 
 // WriteTo writes the log's bytes (Bytes) to w without holding them.
 func (l *Log) WriteTo(w io.Writer) (int64, error) {
-	fresh, _, err := l.encodeChanged()
+	fresh, err := l.encodeChanged()
 	if err != nil {
 		return 0, err
 	}
 	cw := &countingWriter{w: w}
-	_, err = l.writeLines(cw, fresh)
+	_, err = l.writeLines(cw, fresh, nil)
 	return cw.n, err
 }
 
@@ -1009,25 +1095,25 @@ func WriteLog(path string, l *Log) error {
 // log file (Commit) or to be dropped (Abort): see Staged. The Log must not
 // change in between.
 type LogStage struct {
-	file    *Staged
-	l       *Log
-	fresh   [][]byte
-	at      []textSpans
-	newline bool
+	file     *Staged
+	l        *Log
+	fresh    [][]byte
+	declined map[int][]byte // lines written from their decoded observation
+	newline  bool
 }
 
 // StageLog writes l as WriteLog does, to a temporary file next to path. It
 // reads l only: it may run while the caller does other work that does not
 // touch l.
 func StageLog(path string, l *Log) (*LogStage, error) {
-	fresh, at, err := l.encodeChanged()
+	fresh, err := l.encodeChanged()
 	if err != nil {
 		return nil, err
 	}
-	s := &LogStage{l: l, fresh: fresh, at: at}
+	s := &LogStage{l: l, fresh: fresh, declined: map[int][]byte{}}
 	s.file, err = stageFrom(path, 0o644, func(w io.Writer) error {
 		var err error
-		s.newline, err = l.writeLines(w, fresh)
+		s.newline, err = l.writeLines(w, fresh, s.declined)
 		return err
 	})
 	if err != nil {
@@ -1050,13 +1136,17 @@ func (s *LogStage) Commit() error {
 		return err
 	}
 	l := s.l
-	for i := range s.fresh {
-		if s.fresh[i] == nil {
+	for i, ln := range l.Lines {
+		if b, ok := s.declined[i]; ok {
+			*ln = Line{}
+			parseLine(ln, b, nil) // the line as written, read again
 			continue
 		}
-		ln := l.Lines[i]
 		if ln.obs == nil {
-			ln.patched(s.fresh[i], s.at[i]) // its marks were set aside
+			ln.written = ln.marks // patched into Raw's bytes in the file
+			continue
+		}
+		if s.fresh == nil || s.fresh[i] == nil {
 			continue
 		}
 		ln.Raw = s.fresh[i]

@@ -724,7 +724,7 @@ func TestEncodeRunsParallel(t *testing.T) {
 		t.Fatalf("only %d lines changed", changed)
 	}
 	firstErr := func(workers int) error {
-		return encodeRuns(l.Lines, make([][]byte, len(l.Lines)), make([]textSpans, len(l.Lines)), workers)
+		return encodeRuns(l.Lines, make([][]byte, len(l.Lines)), workers)
 	}
 	if err := firstErr(1); err != nil {
 		t.Fatalf("the changed log does not encode: %v", err)
@@ -749,10 +749,10 @@ func TestEncodeRunsParallel(t *testing.T) {
 		o.Confidence = 0.5
 	}
 	want := make([][]byte, len(l.Lines))
-	encodeRuns(l.Lines, want, make([]textSpans, len(l.Lines)), 1)
+	encodeRuns(l.Lines, want, 1)
 	for _, workers := range []int{2, 3, 8} {
 		got := make([][]byte, len(l.Lines))
-		encodeRuns(l.Lines, got, make([]textSpans, len(l.Lines)), workers)
+		encodeRuns(l.Lines, got, workers)
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) || (got[i] == nil) != (want[i] == nil) {
 				t.Fatalf("%d workers, line %d: %q, one goroutine: %q", workers, i, got[i], want[i])
@@ -764,7 +764,7 @@ func TestEncodeRunsParallel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var serial bytes.Buffer
-	l.writeLines(&serial, want)
+	l.writeLines(&serial, want, nil)
 	if !bytes.Equal(all, serial.Bytes()) {
 		t.Fatal("Bytes differs from the lines encoded on one goroutine")
 	}
@@ -864,16 +864,39 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 	if lz.Changed() {
 		t.Fatalf("the log written still counts as changed")
 	}
-	// The lines written are what reading the file gives: bytes, index
-	// fields, texts.
-	for i, ln := range lz.Lines {
-		bl := back.Lines[i]
-		d1, e1, ok1 := ln.RawTexts()
-		d2, e2, ok2 := bl.RawTexts()
-		if !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.ID() != bl.ID() || ln.Status() != bl.Status() ||
-			ln.Marks() != bl.Marks() || ln.HasResolution() != bl.HasResolution() ||
-			ok1 && ok2 && (!bytes.Equal(d1, d2) || !bytes.Equal(e1, e2)) || ok1 != ok2 && !ln.Decoded() {
-			t.Fatalf("line %d after the write: %q %v %q %q, read back: %q %v %q %q", i, ln.Raw, ok1, d1, e1, bl.Raw, ok2, d2, e2)
+	// The log written is what reading the file gives: its bytes (the
+	// patched lines kept as read, their marks patched in again at each
+	// write), index fields and texts; and once settled (or decoded) its
+	// lines hold the file's bytes.
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := lz.Bytes(); err != nil || !bytes.Equal(again, file) {
+		t.Fatalf("the log written gives %q (%v), the file holds %q", again, err, file)
+	}
+	for _, settled := range []bool{false, true} {
+		if settled {
+			lz.Settle()
+		}
+		for i, ln := range lz.Lines {
+			bl := back.Lines[i]
+			d1, e1, ok1 := ln.RawTexts()
+			d2, e2, ok2 := bl.RawTexts()
+			if settled && !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.ID() != bl.ID() || ln.Status() != bl.Status() ||
+				ln.Marks() != bl.Marks() || ln.HasResolution() != bl.HasResolution() ||
+				ok1 && ok2 && (!bytes.Equal(d1, d2) || !bytes.Equal(e1, e2)) || ok1 != ok2 && !ln.Decoded() {
+				t.Fatalf("line %d after the write (settled %v): %q %v %q %q, read back: %q %v %q %q", i, settled, ln.Raw, ok1, d1, e1, bl.Raw, ok2, d2, e2)
+			}
+			if !settled && r.Intn(3) == 0 && ln.Observation() != nil {
+				// Decoded before a settle: the line holds the file's bytes.
+				if !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.Marks() != bl.Marks() {
+					t.Fatalf("line %d decoded after the write: %q %+v, read back: %q %+v", i, ln.Raw, ln.Marks(), bl.Raw, bl.Marks())
+				}
+			}
+		}
+		if lz.Changed() {
+			t.Fatalf("the log written counts as changed (settled %v)", settled)
 		}
 	}
 	for i, m := range want {

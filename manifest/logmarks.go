@@ -71,27 +71,39 @@ func (ln *Line) takeMarks(o *Observation) {
 	}
 }
 
-// markedBytes returns the bytes of a line whose only change is its marks
-// set aside, patched, with where its texts are in them; or, when
-// patchMarks declines, its observation decoded (not kept: the log is only
-// read while it is written) and marked, for the caller to encode.
-func (ln *Line) markedBytes() (b []byte, at textSpans, o *Observation) {
+// markedBytes returns the bytes of a line not decoded with marks m
+// patched in (ok); or, when patchMarks declines, its observation decoded
+// (not kept: the log is only read while it is written) and marked, for
+// the caller to encode; or neither when the full decoder refuses it.
+func (ln *Line) markedBytes(m Marks) (b []byte, o *Observation, ok bool) {
 	body := bytes.TrimSpace(ln.Raw)
-	// Room for the marks' members: one allocation per line (a first pass
-	// patches every line of the log).
-	room := len(body) + len(`,"needsReview":true,"mayBeStale":true,"staleReason":""`) + 2*len(ln.marks.StaleReason)
-	if b, at, ok := patchMarks(make([]byte, 0, room), body, *ln.marks); ok {
-		return b, at, nil
+	if b, _, ok := patchMarks(make([]byte, 0, markedRoom(body, m)), body, m); ok {
+		return b, nil, true
 	}
 	o = new(Observation)
 	if !o.decodeScanned(body) {
 		*o = Observation{}
 		if err := o.decode(body); err != nil {
-			return nil, at, nil // the scan vouched for it: written as read
+			return nil, nil, false // the scan vouched for it: written as read
 		}
 	}
-	o.MayBeStale, o.NeedsReview, o.StaleReason = ln.marks.MayBeStale, ln.marks.NeedsReview, ln.marks.StaleReason
-	return nil, at, o
+	o.MayBeStale, o.NeedsReview, o.StaleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
+	return nil, o, false
+}
+
+// markedRoom is room for body with marks m's members: one allocation per
+// line (a first pass patches every line of the log).
+func markedRoom(body []byte, m Marks) int {
+	return len(body) + len(`,"needsReview":true,"mayBeStale":true,"staleReason":""`) + 2*len(m.StaleReason)
+}
+
+// sameMarks reports whether a and b stand for the same marks (nil: the
+// line's own).
+func sameMarks(a, b *Marks) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // textSpans are where a patched line's details and evidence values are in
@@ -101,20 +113,34 @@ type textSpans struct {
 	ok                bool
 }
 
-// patched makes a line whose marks were set aside the line as written
-// (b, patched from its bytes, texts at at): the scan's fields are the
-// same but for the marks and the texts' places, so nothing is scanned
-// again. A line the patch declined (at.ok false) is read again from b.
-func (ln *Line) patched(b []byte, at textSpans) {
-	if !at.ok {
-		*ln = Line{}
-		parseLine(ln, b, nil)
+// materialize makes a line whose marks a write patched into the file's
+// bytes (written) hold those bytes as Raw, as a decode needs them: the
+// scan's fields are the same but for the marks and the texts' places, so
+// nothing is scanned again. Marks set since stay aside.
+func (ln *Line) materialize() {
+	w := ln.written
+	if w == nil {
 		return
 	}
-	m := ln.marks
-	ln.Raw, ln.marks = b, nil
-	ln.idx.mayBeStale, ln.idx.needsReview, ln.idx.staleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
+	ln.written = nil
+	body := bytes.TrimSpace(ln.Raw)
+	b, at, ok := patchMarks(make([]byte, 0, markedRoom(body, *w)), body, *w)
+	if !ok {
+		// Not reached: the write patched this line (it was not declined
+		// then), and a patch depends on the line and the marks only. Were
+		// it, the line stays as read with its marks aside (its own, when
+		// they were set back), so the next write writes them again.
+		if ln.marks == nil {
+			ln.marks = &Marks{MayBeStale: ln.idx.mayBeStale, NeedsReview: ln.idx.needsReview, StaleReason: ln.idx.staleReason}
+		}
+		return
+	}
+	ln.Raw = b
+	ln.idx.mayBeStale, ln.idx.needsReview, ln.idx.staleReason = w.MayBeStale, w.NeedsReview, w.StaleReason
 	ln.idx.details, ln.idx.evidence = at.details, at.evidence
+	if ln.marks != nil && *ln.marks == *w {
+		ln.marks = nil // as written
+	}
 }
 
 // patchMarks appends to dst what appendJSON writes for body's observation
