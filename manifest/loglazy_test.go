@@ -907,7 +907,77 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 			}
 		}
 	}
+	checkMarksRewritten(t, data, r)
 	return patched
+}
+
+// checkMarksRewritten: marks set on data's lines, written, then set again
+// (back to what the line was read with, or others) with some lines decoded
+// or the log settled in between, give the file that reading the first
+// write's file, decoding every line and setting the second marks gives.
+func checkMarksRewritten(t *testing.T, data []byte, r *rand.Rand) {
+	t.Helper()
+	reasons := []string{"", "code-ref-missing:src/a.go", "schema-changed"}
+	draw := func() Marks {
+		return Marks{MayBeStale: r.Intn(2) == 0, NeedsReview: r.Intn(2) == 0, StaleReason: reasons[r.Intn(len(reasons))]}
+	}
+	lz := ParseLog(data)
+	own := make([]Marks, len(lz.Lines))
+	for i, ln := range lz.Lines {
+		own[i] = ln.Marks()
+		if ln.Parsed() && r.Intn(3) > 0 {
+			ln.SetMarks(draw())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	if err := WriteLog(path, lz); err != nil {
+		return // a line that cannot be encoded: checkMarksPatch compared that
+	}
+	ref, err := ReadLog(path) // the log as the first write left it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intn(3) == 0 {
+		lz.Settle()
+	}
+	for i, ln := range lz.Lines {
+		if !ln.Parsed() || r.Intn(4) == 0 {
+			continue
+		}
+		m := draw()
+		if r.Intn(2) == 0 {
+			m = own[i] // back to what it was read with
+		}
+		ln.SetMarks(m)
+		if r.Intn(4) == 0 {
+			ln.Observation()
+		}
+		if o := ref.Lines[i].Observation(); o != nil {
+			o.MayBeStale, o.NeedsReview, o.StaleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
+		}
+	}
+	for i, ln := range ref.Lines {
+		if ln.Parsed() && ln.obs == nil {
+			ln.Observation() // every line the decoding way
+			if m := lz.Lines[i].Marks(); ln.obs != nil {
+				ln.obs.MayBeStale, ln.obs.NeedsReview, ln.obs.StaleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
+			}
+		}
+	}
+	if err := WriteLog(path, lz); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := ref.Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, exp) {
+		t.Fatalf("marks set again after a write:\n%s\nthe decoding way:\n%s\nfrom:\n%s", got, exp, data)
+	}
 }
 
 // genFullLog returns lines holding every field, as devflow writes them,
@@ -1039,4 +1109,55 @@ func FuzzMarksPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, seed int64) {
 		checkMarksPatch(t, data, seed)
 	})
+}
+
+// TestMarksChangedAfterTheirWrite: marks set after the write that patched
+// a line's marks in — back to what the line was read with, or to others —
+// are written by the next write, whether the line was decoded or the log
+// settled in between, or neither.
+func TestMarksChangedAfterTheirWrite(t *testing.T) {
+	line := `{"id":"obs_a","type":"workflow","pattern":"p","confidence":0.5,"observations":1,"first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-01T00:00:00Z","status":"created","evidence":["src/a.go"],"details":"see src/a.go","quality_ok":true}`
+	stale := Marks{MayBeStale: true, NeedsReview: true, StaleReason: "code-ref-missing:src/a.go"}
+	other := Marks{MayBeStale: true, StaleReason: "code-ref-missing:src/b.go"}
+	for _, then := range []Marks{{}, other, stale} {
+		for _, between := range []string{"nothing", "decode", "settle"} {
+			path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+			if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, err := ReadLog(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Lines[0].SetMarks(stale)
+			if err := WriteLog(path, l); err != nil {
+				t.Fatal(err)
+			}
+			l.Lines[0].SetMarks(then)
+			switch between {
+			case "decode":
+				if o := l.Lines[0].Observation(); (Marks{o.MayBeStale, o.NeedsReview, o.StaleReason}) != then {
+					t.Fatalf("then %+v, decoded: %+v", then, o)
+				}
+			case "settle":
+				l.Settle()
+			}
+			if got := l.Lines[0].Marks(); got != then {
+				t.Fatalf("then %+v, %s between: Marks() %+v", then, between, got)
+			}
+			if l.Changed() != (then != stale) {
+				t.Fatalf("then %+v, %s between: Changed() %v", then, between, l.Changed())
+			}
+			if err := WriteLog(path, l); err != nil {
+				t.Fatal(err)
+			}
+			back, err := ReadLog(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := back.Lines[0].Marks(); got != then {
+				t.Errorf("then %+v, %s between: the file holds %+v: %s", then, between, got, back.Lines[0].Raw)
+			}
+		}
+	}
 }

@@ -32,8 +32,13 @@ func (ln *Line) Marks() Marks {
 
 // SetMarks sets the line's staleness marks: on its observation when it is
 // decoded, aside otherwise (the write patches the line's bytes; a later
-// decode takes them). The line must parse.
+// decode takes them). The line must parse. A line whose marks a write
+// patched in takes the file's bytes first (materialize): new marks are
+// patched into those, as into the file read again.
 func (ln *Line) SetMarks(m Marks) {
+	if ln.written != nil && ln.obs == nil && (ln.marks == nil || *ln.marks != m) {
+		ln.materialize()
+	}
 	if ln.obs != nil || !ln.parsed {
 		if o := ln.Observation(); o != nil {
 			o.MayBeStale, o.NeedsReview, o.StaleReason = m.MayBeStale, m.NeedsReview, m.StaleReason
@@ -123,23 +128,27 @@ func (ln *Line) materialize() {
 		return
 	}
 	ln.written = nil
+	// The marks the line is to have: those set aside, or Raw's own.
+	want := Marks{MayBeStale: ln.idx.mayBeStale, NeedsReview: ln.idx.needsReview, StaleReason: ln.idx.staleReason}
+	if ln.marks != nil {
+		want = *ln.marks
+	}
 	body := bytes.TrimSpace(ln.Raw)
 	b, at, ok := patchMarks(make([]byte, 0, markedRoom(body, *w)), body, *w)
 	if !ok {
 		// Not reached: the write patched this line (it was not declined
 		// then), and a patch depends on the line and the marks only. Were
-		// it, the line stays as read with its marks aside (its own, when
-		// they were set back), so the next write writes them again.
-		if ln.marks == nil {
-			ln.marks = &Marks{MayBeStale: ln.idx.mayBeStale, NeedsReview: ln.idx.needsReview, StaleReason: ln.idx.staleReason}
-		}
+		// it, the line stays as read with the marks it is to have aside,
+		// so the next write writes them.
+		ln.marks = &want
 		return
 	}
 	ln.Raw = b
 	ln.idx.mayBeStale, ln.idx.needsReview, ln.idx.staleReason = w.MayBeStale, w.NeedsReview, w.StaleReason
 	ln.idx.details, ln.idx.evidence = at.details, at.evidence
-	if ln.marks != nil && *ln.marks == *w {
-		ln.marks = nil // as written
+	ln.marks = nil // as written
+	if want != *w {
+		ln.marks = &want // set since the write: still to be written
 	}
 }
 
