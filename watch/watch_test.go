@@ -851,8 +851,20 @@ func TestSettleFinishesWhenIdle(t *testing.T) {
 		w.afterSettle = func() { settles.Add(1) }
 	})
 	r.waitFor(5*time.Second, "the staleness pass's mark", func() bool { return obs(t, root, "obs_ref").MayBeStale })
-	time.Sleep(4 * settleDelay) // Settle's last round (the stat cache, the proof)
+	// Settle's last round (the stat cache, the proof) comes 4 ×
+	// settleDelay after the round that wrote the mark: wait until no
+	// round has come for twice that. A Settle that began again for ever
+	// never leaves such a gap.
 	n := settles.Load()
+	for quietSince, deadline := time.Now(), time.Now().Add(5*time.Second); time.Since(quietSince) < 8*settleDelay; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Settle never went quiet: %d rounds", settles.Load())
+		}
+		time.Sleep(settleDelay / 4)
+		if m := settles.Load(); m != n {
+			n, quietSince = m, time.Now()
+		}
+	}
 	if q := r.quiet(20 * settleDelay); q != 0 {
 		t.Fatalf("%d reconciles while idle", q)
 	}
