@@ -112,10 +112,9 @@ func sameMarks(a, b *Marks) bool {
 }
 
 // textSpans are where a patched line's details and evidence values are in
-// its new bytes (ok: the line was patched).
+// its new bytes.
 type textSpans struct {
 	details, evidence span
-	ok                bool
 }
 
 // materialize makes a line whose marks a write patched into the file's
@@ -234,7 +233,6 @@ func patchMarks(dst, body []byte, m Marks) (out []byte, at textSpans, ok bool) {
 			member([]byte(knownKeys[k]), v)
 		}
 	}
-	at.ok = true
 	return append(b, '}'), at, true
 }
 
