@@ -588,11 +588,10 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 	// An event that matters, arriving meanwhile, calls Settle off: its
 	// pass comes first (Settle runs again after it). The events read
 	// meanwhile are handled once Settle's own writes are known.
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := w.cancelOnEvent(cancel)
-	rep, later, err := w.eng.Settle(sctx, time.Now())
-	held := stop()
-	cancel()
+	var rep engine.Report
+	var later bool
+	var err error
+	held := w.untilEvent(ctx, func(ctx context.Context) { rep, later, err = w.eng.Settle(ctx, time.Now()) })
 	if w.afterSettle != nil {
 		w.afterSettle()
 	}
@@ -664,15 +663,15 @@ func (w *watcher) prepare(ctx context.Context) {
 	if len(confirm) == 0 {
 		return
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := w.cancelOnEvent(cancel)
 	t0 := time.Now()
-	again, err := w.eng.Prepare(sctx, engine.Pass{
-		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: confirm,
-		Now: w.graceDue, Touched: map[string]bool{}, Deferred: true,
+	var again bool
+	var err error
+	held := w.untilEvent(ctx, func(ctx context.Context) {
+		again, err = w.eng.Prepare(ctx, engine.Pass{
+			Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: confirm,
+			Now: w.graceDue, Touched: map[string]bool{}, Deferred: true,
+		})
 	})
-	held := stop()
-	cancel()
 	if w.afterPrepare != nil {
 		w.afterPrepare()
 	}
@@ -703,6 +702,19 @@ const maxHeld = 1024
 // newFS opens the inotify watcher with a small buffer of events, so that
 // fsnotify's reader goes on while the loop or cancelOnEvent is busy.
 func newFS() (*fsnotify.Watcher, error) { return fsnotify.NewBufferedWatcher(64) }
+
+// untilEvent runs work, the loop's idle work (Settle, Prepare), with a
+// context that an event that matters calls off (cancelOnEvent; the
+// signal's cancellation is not passed down: a write is never cut in
+// half), and returns the events read meanwhile, for the loop to handle
+// once the work's own writes are known.
+func (w *watcher) untilEvent(ctx context.Context, work func(context.Context)) []fsnotify.Event {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := w.cancelOnEvent(cancel)
+	work(wctx)
+	return stop()
+}
 
 // cancelOnEvent reads the fsnotify events while the loop is busy in
 // Settle and calls cancel once one of them matters (watcher.matters), or
