@@ -268,10 +268,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	if drainedAny(drained) && !drainedAny(res.Inbox) {
 		res.Inbox = drained
 	}
-	e.failed = err != nil
-	if err == nil && len(res.Pending) == 0 {
-		e.arrived = nil // no deletion waits: the arrivals are spent
-	}
+	e.passEnded(res, err)
 	rep.Result = res
 	// The replay record is written while the policy is refreshed: a pass
 	// that recorded feedback (the only kind that refreshes it) is never
@@ -312,6 +309,16 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	recorded()
 	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
+}
+
+// passEnded notes how a pass (run, or committed as prepared) ended: a
+// failed one makes the next pass check every file; one that left no
+// deletion waiting has spent the arrivals.
+func (e *Engine) passEnded(res heal.Result, err error) {
+	e.failed = err != nil
+	if err == nil && len(res.Pending) == 0 {
+		e.arrived = nil // no deletion waits: the arrivals are spent
+	}
 }
 
 // passOptions are heal's options for a pass p, and the warnings of a

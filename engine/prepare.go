@@ -93,12 +93,7 @@ func (e *Engine) commitPrepared(ctx context.Context, p Pass) (rep Report, ok boo
 		return rep, false, err
 	}
 	e.settle.stale = true
-	e.failed = err != nil
-	if err != nil {
-		e.warm.Forget()
-	} else if len(res.Pending) == 0 {
-		e.arrived = nil
-	}
+	e.passEnded(res, err) // a failed commit left the kept state forgotten (heal.Prepare took it)
 	rep.Result, rep.Prepared = res, true
 	rep.Warnings = append(rep.Warnings, x.warn...)
 	if res.CacheErr != nil {
