@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,12 +29,8 @@ func TestPreparedProperty(t *testing.T) {
 	var committed, dropped, deletions int
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 31))
-			tw := newTwin(t, "")
-			arts := tw.gitWithSide(rng)
-			tw.kept = New(tw.a, tw.cfg, nil)
-			tw.deferred, tw.prove = true, seed%2 == 1
-			tw.touched, tw.confirm = map[string]bool{}, map[string]bool{}
+			tw, arts, rng := keptGitTwin(t, seed, 31)
+			tw.confirm = map[string]bool{}
 			r := tw.reconcile("the kept engine's first pass")
 			branch := "main"
 			saved := map[string][]byte{}
@@ -82,12 +77,7 @@ func TestPreparedProperty(t *testing.T) {
 				default:
 					what = "nothing"
 				}
-				after := contents(tw.a, arts)
-				for _, a := range arts {
-					if before[a] != after[a] {
-						tw.touched[a] = true
-					}
-				}
+				tw.noteTouched(arts, before)
 				r = tw.reconcile(fmt.Sprintf("step %d: %s (prepared %v, confirming %v)", i, what, prepared, tw.confirm))
 				deletions += r.Deletions
 				switch {

@@ -723,12 +723,7 @@ func TestDeferredGitProperty(t *testing.T) {
 	var absent, checkedOut, deletions, switches int // what the runs met, all seeds
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 21))
-			tw := newTwin(t, "")
-			arts := tw.gitWithSide(rng)
-			tw.kept = New(tw.a, tw.cfg, nil)
-			tw.deferred, tw.prove = true, seed%2 == 1
-			tw.touched = map[string]bool{}
+			tw, arts, rng := keptGitTwin(t, seed, 21)
 			tw.reconcile("the kept engine's first pass")
 			branch := "main"
 			saved := map[string][]byte{}
@@ -751,12 +746,7 @@ func TestDeferredGitProperty(t *testing.T) {
 				default:
 					what = "nothing"
 				}
-				after := contents(tw.a, arts)
-				for _, r := range arts {
-					if before[r] != after[r] {
-						tw.touched[r] = true
-					}
-				}
+				tw.noteTouched(arts, before)
 				r := tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
 				absent += r.Absent
 				checkedOut += r.CheckedOut
@@ -773,6 +763,21 @@ func TestDeferredGitProperty(t *testing.T) {
 		t.Fatalf("the runs met %d absences, %d checked-out versions, %d deletions, %d branch switches", absent, checkedOut, deletions, switches)
 	}
 	t.Logf("absences %d, checked-out versions %d, deletions %d, branch switches %d", absent, checkedOut, deletions, switches)
+}
+
+// keptGitTwin is the start of a property run of seed (rng stream): twins
+// made git repositories with a branch "side" (gitWithSide), A's passes
+// through a kept engine, Deferred as the watcher's, proving the kept state
+// on odd seeds, no file touched yet. It returns the twin, its artifacts
+// and the run's rng.
+func keptGitTwin(t *testing.T, seed, stream uint64) (*twin, []string, *rand.Rand) {
+	rng := rand.New(rand.NewPCG(seed, stream))
+	tw := newTwin(t, "")
+	arts := tw.gitWithSide(rng)
+	tw.kept = New(tw.a, tw.cfg, nil)
+	tw.deferred, tw.prove = true, seed%2 == 1
+	tw.touched = map[string]bool{}
+	return tw, arts, rng
 }
 
 // gitWithSide makes both twins git repositories (gitTwin) with a branch
@@ -849,6 +854,18 @@ func (tw *twin) personOp(op int, rel string, i int, saved map[string][]byte) str
 		}
 	})
 	return "edit " + rel
+}
+
+// noteTouched adds to tw.touched the artifacts of arts whose content in
+// twin A differs from before (contents taken before a step), as inotify
+// would report them.
+func (tw *twin) noteTouched(arts []string, before map[string]string) {
+	after := contents(tw.a, arts)
+	for _, a := range arts {
+		if before[a] != after[a] {
+			tw.touched[a] = true
+		}
+	}
 }
 
 // contents maps each of rels under root to its content ("\x00gone" when

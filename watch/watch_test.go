@@ -36,17 +36,30 @@ func TestDeletionPenalisedAfterGrace(t *testing.T) {
 		t.Fatalf("startup reconcile changed obs_c0 to %s", got)
 	}
 
+	latency, st, running := deleteCommandThenSkill(t, r, root, grace)
+	t.Logf("event-to-penalty latency %s (debounce %s, grace %s)", latency, debounce, grace)
+	if latency < grace {
+		t.Fatalf("penalised after %s, before the grace window of %s", latency, grace)
+	}
+	if running || st.StoppedAt == "" || st.Counters.Deletions != 2 || st.PID != os.Getpid() {
+		t.Fatalf("state after stop: running %v %+v", running, st)
+	}
+	checkFiles(t, root)
+}
+
+// deleteCommandThenSkill deletes command 0 under the watcher r and, once
+// it is penalised (checked: confidence, date, the manifest's deletion
+// record, command 1 untouched), skill 0 with its directory; it returns
+// once that is penalised too and r stopped, with the first deletion's
+// event-to-penalty latency and the state r left.
+func deleteCommandThenSkill(t *testing.T, r *run, root string, grace time.Duration) (latency time.Duration, st State, running bool) {
+	t.Helper()
 	removed := time.Now()
 	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(debounce+grace+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
-	latency := time.Since(removed)
-	t.Logf("event-to-penalty latency %s (debounce %s, grace %s)", latency, debounce, grace)
-	if latency < grace {
-		t.Fatalf("penalised after %s, before the grace window of %s", latency, grace)
-	}
-
+	latency = time.Since(removed)
 	o := obs(t, root, "obs_c0")
 	if o.Confidence != 0.27 || o.DeprecatedAt == "" {
 		t.Fatalf("obs_c0: confidence %v deprecated_at %q, want 0.27 and a time", o.Confidence, o.DeprecatedAt)
@@ -57,21 +70,17 @@ func TestDeletionPenalisedAfterGrace(t *testing.T) {
 	if got := status(t, root, "obs_c1"); got != manifest.Created {
 		t.Fatalf("obs_c1 is %s", got)
 	}
-	// A skill deleted with its directory.
+	// A skill deleted with its directory (after the first was recorded).
 	if err := os.RemoveAll(filepath.Dir(abs(root, skillRel(0)))); err != nil {
 		t.Fatal(err)
 	}
 	r.waitFor(debounce+grace+margin, "obs_s0 deprecated", func() bool { return status(t, root, "obs_s0") == manifest.Deprecated })
-
 	r.stop()
 	st, running, err := ReadState(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if running || st.StoppedAt == "" || st.Counters.Deletions != 2 || st.PID != os.Getpid() {
-		t.Fatalf("state after stop: running %v %+v", running, st)
-	}
-	checkFiles(t, root)
+	return latency, st, running
 }
 
 // TestMovedAsideAndBack: a file an editor or a script moves aside for 0.6 s
@@ -896,27 +905,9 @@ func TestPreparedDeletion(t *testing.T) {
 	const grace = prepareLead + 500*time.Millisecond
 	root := fixture(t, 3, 1)
 	r := start(t, root, Options{Debounce: debounce, Grace: grace}, nil)
-	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
-		t.Fatal(err)
-	}
-	r.waitFor(debounce+grace+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
-	o := obs(t, root, "obs_c0")
-	if o.Confidence != 0.27 || o.DeprecatedAt == "" {
-		t.Fatalf("obs_c0: confidence %v deprecated_at %q, want 0.27 and a time", o.Confidence, o.DeprecatedAt)
-	}
-	if e, ok := entry(t, root, "obs_c0"); !ok || e.Deleted == nil || e.Deleted.Confidence != 0.9 {
-		t.Fatalf("manifest entry of the deleted artifact: %+v (want it kept with its deletion record)", e)
-	}
-	// Another deletion after the first was recorded: prepared again.
-	if err := os.RemoveAll(filepath.Dir(abs(root, skillRel(0)))); err != nil {
-		t.Fatal(err)
-	}
-	r.waitFor(debounce+grace+margin, "obs_s0 deprecated", func() bool { return status(t, root, "obs_s0") == manifest.Deprecated })
-	r.stop()
-	st, _, err := ReadState(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The second deletion comes after the first was recorded: prepared
+	// again.
+	_, st, _ := deleteCommandThenSkill(t, r, root, grace)
 	if st.Counters.Deletions != 2 || st.Counters.Prepared != 2 {
 		t.Fatalf("counters %+v: want 2 deletions, both committed as prepared", st.Counters)
 	}
