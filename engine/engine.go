@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"time"
 
@@ -235,14 +236,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		opts.Touched = nil
 	}
 	if opts.Touched != nil {
-		for rel := range p.Arrived {
-			if e.arrived == nil {
-				e.arrived = map[string]bool{}
-			}
-			if len(e.arrived) < maxArrived {
-				e.arrived[rel] = true
-			}
-		}
+		e.arrived = e.arrivals(p.Arrived)
 		opts.Arrived = e.arrived
 	}
 	var res heal.Result
@@ -309,6 +303,25 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	recorded()
 	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
+}
+
+// arrivals are the engine's kept arrivals with a pass's own (at most
+// maxArrived), in a map of their own when the pass brings any: e.arrived
+// is not changed.
+func (e *Engine) arrivals(arrived map[string]bool) map[string]bool {
+	if len(arrived) == 0 {
+		return e.arrived
+	}
+	out := maps.Clone(e.arrived)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	for rel := range arrived {
+		if len(out) < maxArrived {
+			out[rel] = true
+		}
+	}
+	return out
 }
 
 // passEnded notes how a pass (run, or committed as prepared) ended: a

@@ -8,34 +8,37 @@ import (
 	"github.com/learnwatch/learnwatch/heal"
 )
 
-// prepared is the watcher's pass at the end of a grace window, read,
-// planned and staged while the window runs (Engine.Prepare).
+// prepared is a watcher's pass read, planned and staged ahead of its
+// time (Engine.Prepare).
 type prepared struct {
 	x    *heal.Prepared
-	pass Pass // as prepared: Confirm, Render, NoFeedback, Session
+	pass Pass // as prepared: Touched, Arrived, Confirm, Render, NoFeedback, Session
 	warn []string
 }
 
-// Prepare reads, plans and stages the Deferred pass p ahead of its time:
-// the pass that calls the artifacts of p.Confirm deleted when their grace
-// window ends, at p.Now (that moment), with no file touched (p.Touched
-// empty). The watcher prepares it shortly before the window ends; when it
-// ends, its pass (Reconcile with the same Confirm and no file touched
+// Prepare reads, plans and stages the Deferred pass p ahead of its time,
+// p.Now: the watcher prepares the pass of a burst of events while its
+// debounce runs (p.Touched, p.Arrived: the burst's files), and the pass
+// that calls the artifacts of p.Confirm deleted shortly before their grace
+// window ends (no file touched). When that moment comes, the watcher's
+// pass (Reconcile with the same Touched, Arrived and Confirm, no event
 // since) only commits what is staged — the feedback record, then the log
 // and the manifest renamed into place — if nothing the prepared pass read
 // has changed (heal.Prepared). Any other pass drops it first. The
-// prepared pass takes the engine's kept state as a pass does: dropped, it
-// leaves the next pass to read every file.
+// prepared pass works on a copy of the engine's kept state: dropped, it
+// leaves the next pass as it found it.
 //
-// It reports again when the memory files were written too recently to
-// vouch for them until the commit, or the kept state to be proved (try a
-// little later). A failed
-// preparation is not an error of the watcher: the pass runs as usual at
-// the end of the window.
+// It reports again when the memory files or the touched artifacts were
+// written too recently to vouch for them until the commit, or the kept
+// state to be proved (try a little later). A failed preparation is not an
+// error of the watcher: the pass runs as usual when it is due.
 func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 	e.DropPrepared()
-	if !p.Deferred || len(p.Confirm) == 0 || p.Touched == nil || p.NoStatCache || e.failed || p.Now.IsZero() {
+	if !p.Deferred || p.Touched == nil || p.NoStatCache || e.failed || p.Now.IsZero() {
 		return false, nil
+	}
+	if len(p.Confirm) == 0 && len(p.Touched) == 0 && len(p.Arrived) == 0 {
+		return false, nil // nothing to record
 	}
 	if !e.ProveWarm() {
 		// The kept state is too recent to prove: a pass now would read
@@ -43,7 +46,7 @@ func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 		return true, nil
 	}
 	opts, warn := e.passOptions(p)
-	opts.Arrived = maps.Clone(e.arrived)
+	opts.Arrived = e.arrivals(p.Arrived)
 	x, err := heal.Prepare(ctx, e.root, opts)
 	if errors.Is(err, heal.ErrNotPrepared) {
 		return true, nil
@@ -67,11 +70,14 @@ func (e *Engine) DropPrepared() {
 }
 
 // commitsPrepared reports whether p is the pass x stands for: a Deferred
-// pass with the same options, no file touched and no arrival since, from
-// an engine whose last pass did not fail.
+// pass with the same options, the same touched files, arrivals and
+// confirmations, from an engine whose last pass did not fail. The caller
+// vouches that no event came since it prepared (the watcher drops a
+// prepared pass on one); heal checks the stats.
 func (e *Engine) commitsPrepared(x *prepared, p Pass) bool {
 	q := x.pass
-	return p.Deferred && p.Touched != nil && len(p.Touched) == 0 && len(p.Arrived) == 0 &&
+	return p.Deferred && p.Touched != nil && q.Touched != nil && maps.Equal(p.Touched, q.Touched) &&
+		maps.Equal(p.Arrived, q.Arrived) &&
 		!e.failed && !p.NoStatCache && p.Render == q.Render && p.NoFeedback == q.NoFeedback &&
 		p.Session == q.Session && p.MarkTracked == q.MarkTracked && maps.Equal(p.Confirm, q.Confirm)
 }
@@ -93,7 +99,8 @@ func (e *Engine) commitPrepared(ctx context.Context, p Pass) (rep Report, ok boo
 		return rep, false, err
 	}
 	e.settle.stale = true
-	e.passEnded(res, err) // a failed commit left the kept state forgotten (heal.Prepare took it)
+	e.arrived = e.arrivals(p.Arrived) // as Reconcile keeps them
+	e.passEnded(res, err)             // a failed commit left the kept state forgotten (heal.Prepare took it)
 	rep.Result, rep.Prepared = res, true
 	rep.Warnings = append(rep.Warnings, x.warn...)
 	if res.CacheErr != nil {

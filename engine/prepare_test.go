@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -96,4 +98,107 @@ func TestPreparedProperty(t *testing.T) {
 		t.Fatalf("the runs committed %d prepared passes, dropped %d, recorded %d deletions", committed, dropped, deletions)
 	}
 	t.Logf("committed %d prepared passes, dropped %d; %d deletions", committed, dropped, deletions)
+}
+
+// TestPreparedChangeProperty prepares the watcher's pass of a burst while
+// its debounce would run: after each step's change, on most steps, A's
+// kept engine prepares the pass with the files the step touched (and the
+// confirmations of a one-step grace window). Then, on some steps, a second
+// change comes before the pass: seen by the watcher (its event drops the
+// prepared pass), or not yet (the pass must find the prepared one stale by
+// itself: another file touched, or the same file's stat changed). A's
+// every report and file is compared with B's full pass without caches, so
+// a committed pass wrote what a pass run then would have, and a dropped
+// one left the kept state as it found it.
+func TestPreparedChangeProperty(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	var committed, committedEdits, dropped, late, warmAfterDrop int
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			tw, arts, rng := keptGitTwin(t, seed, 41)
+			r := tw.reconcile("the kept engine's first pass")
+			branch := "main"
+			saved := map[string][]byte{}
+			change := func(i int, again bool) string {
+				rel := arts[rng.IntN(len(arts))]
+				op := rng.IntN(9)
+				if touched := slices.Sorted(maps.Keys(tw.touched)); again && len(touched) > 0 && rng.IntN(2) == 0 {
+					// The same file again: the touched files are the same,
+					// only the file's stat tells.
+					rel, op = touched[rng.IntN(len(touched))], 2
+				}
+				before := contents(tw.a, arts)
+				var what string
+				switch op {
+				case 0, 1, 2, 3:
+					what = tw.personOp(op%3, rel, i, saved)
+				case 4:
+					what, branch = tw.checkoutOther(branch)
+				case 5:
+					what = tw.commitArtifacts(branch, i)
+				case 6:
+					what = "another tool appends an observation"
+					line := readyObs(fmt.Sprintf("obs_y%02d", i), manifest.Workflow, fmt.Sprintf("Appended workflow %02d", i), "")
+					tw.do(func(root string) {
+						f, err := os.OpenFile(filepath.Join(root, ".memory", "learning-log.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+						if err != nil {
+							t.Fatal(err)
+						}
+						f.WriteString(line)
+						f.Close()
+					})
+				default:
+					what = "nothing"
+				}
+				tw.noteTouched(arts, before)
+				return what
+			}
+			for i := range 30 {
+				tw.confirm = map[string]bool{}
+				for _, k := range r.Pending {
+					tw.confirm[k] = true
+				}
+				what := change(i, false)
+				prepared := false
+				if rng.IntN(3) > 0 {
+					time.Sleep(prepareWait)
+					next := testNow.Add(time.Duration(tw.step+1) * time.Minute)
+					again, err := tw.kept.Prepare(context.Background(), Pass{Now: next, Confirm: tw.confirm, Touched: maps.Clone(tw.touched), Deferred: true})
+					if err != nil {
+						t.Logf("step %d: not prepared: %v", i, err)
+					}
+					prepared = !again && tw.kept.prepared != nil
+				}
+				if prepared && rng.IntN(3) == 0 {
+					late++
+					what += ", then " + change(i+100, true)
+					if rng.IntN(2) == 0 {
+						what += " (seen: dropped)"
+						tw.kept.DropPrepared()
+						if tw.kept.warm.Valid() {
+							warmAfterDrop++
+						}
+					}
+				}
+				r = tw.reconcile(fmt.Sprintf("step %d: %s (prepared %v, confirming %v)", i, what, prepared, tw.confirm))
+				switch {
+				case r.Prepared:
+					committed++
+					if r.Edits > 0 {
+						committedEdits++
+					}
+				case prepared:
+					dropped++
+				}
+				if tw.kept.prepared != nil {
+					t.Fatalf("step %d: a pass left a prepared pass behind", i)
+				}
+			}
+		})
+	}
+	if committed == 0 || committedEdits == 0 || dropped == 0 || late == 0 || warmAfterDrop == 0 {
+		t.Fatalf("the runs committed %d prepared passes (%d with edits), dropped %d, changed %d after preparing; %d drops left the kept state", committed, committedEdits, dropped, late, warmAfterDrop)
+	}
+	t.Logf("committed %d prepared passes (%d with edits), dropped %d, changed %d after preparing; %d drops left the kept state", committed, committedEdits, dropped, late, warmAfterDrop)
 }

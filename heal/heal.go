@@ -120,6 +120,10 @@ type Options struct {
 	// artifacts give no kept events (they are still counted and listed in
 	// Result.Kept). The watcher's passes are lean.
 	Lean bool
+
+	// keepWarm lends the pass a copy of Warm, which stays as it is until
+	// the pass is committed (Prepare: a prepared pass may be dropped).
+	keepWarm bool
 }
 
 // Result counts what a reconcile found and did.
@@ -353,15 +357,15 @@ func (st *State) registered() map[string]bool {
 	return out
 }
 
-// lostSince are the lost observations of a warm state's pass that still
-// are: created, with an artifact path, and no manifest entry.
-func (st *State) lostSince(w *Warm) []*manifest.Observation {
-	if len(w.st.lost) == 0 {
+// lostStill are the lost observations a warm state lent (st.lost) that
+// still are: created, with an artifact path, and no manifest entry.
+func (st *State) lostStill() []*manifest.Observation {
+	if len(st.lost) == 0 {
 		return nil
 	}
 	registered := st.registered()
 	var out []*manifest.Observation
-	for _, o := range w.st.lost {
+	for _, o := range st.lost {
 		if o.Status == manifest.Created && o.ArtifactPath != "" && !registered[o.ID] {
 			out = append(out, o)
 		}
@@ -462,7 +466,7 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 // loadWith is LoadWith trusting the cache without a stat for the files
 // outside touched (Options.Touched), when touched is not nil.
 func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
-	return loadWarm(root, cache, touched, nil, nil, nil)
+	return loadWarm(root, cache, touched, nil, nil, nil, false)
 }
 
 // loadWarm is loadWith taking the log, manifest, usage and knowledge files
@@ -471,7 +475,7 @@ func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*St
 //
 // known are lstats taken moments before the pass (Options.Known): a path
 // in it is not stat'ed again, neither to resolve it nor for the stat cache.
-func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]bool, w *Warm, known statcache.Known) (*State, error) {
+func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]bool, w *Warm, known statcache.Known, copyWarm bool) (*State, error) {
 	p := manifest.PathsFor(root)
 	st := &State{Root: root, Knowledge: map[string][]byte{}, Files: map[string][]byte{},
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
@@ -487,7 +491,11 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 	var scope []manifest.Entry
 	warm := w.usable(p, touched)
 	if warm {
-		vouched = w.lend(st)
+		if copyWarm {
+			vouched = w.lendCopy(st)
+		} else {
+			vouched = w.lend(st)
+		}
 		scope = rescope(st, touched)
 		if cache != nil {
 			cache.CarryOver(touched)
@@ -639,7 +647,7 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 	// other line changed since, and a pass makes none created.
 	var lost []*manifest.Observation
 	if warm {
-		lost = st.lostSince(w)
+		lost = st.lostStill()
 	} else {
 		registered := st.registered()
 		lost = st.Log.Select(func(e manifest.LogEntry) bool {
@@ -1489,8 +1497,13 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	// git wrote the worktree writes nothing (ErrGitMoved).
 	gitDir, _ := gitrepo.GitDir(root)
 	stamp := gitrepo.StampOf(gitDir)
-	st, err := loadWarm(root, cache, touched, opts.Arrived, warm, opts.Known)
-	prev := opts.Warm.Forget() // lent or stale: captured again once written
+	st, err := loadWarm(root, cache, touched, opts.Arrived, warm, opts.Known, opts.keepWarm)
+	var prev Warm
+	if opts.keepWarm && opts.Warm != nil {
+		prev = *opts.Warm // a copy was lent: the state stays until captured again
+	} else {
+		prev = opts.Warm.Forget() // lent or stale: captured again once written
+	}
 	if err != nil {
 		return nil, Result{}, err
 	}

@@ -3,7 +3,9 @@ package heal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,23 +26,32 @@ import (
 // leaves the next pass to read every file.
 //
 // Commit records it only if nothing it read can have changed: the memory
-// files have the stats they had when it read them (and were not written
-// within the racy window before), git has not moved, and the artifacts it
-// calls deleted are still missing. The caller vouches for the rest — no
-// event on an artifact since the pass began (the watcher's events). A
-// Prepared that cannot be committed is dropped and the caller runs the
-// pass as usual.
+// files and the touched artifacts have the stats they had when it read
+// them (and were not written within the racy window before), git has not
+// moved, and the artifacts it calls deleted are still missing. The caller
+// vouches for the rest — no event on an artifact since the pass began
+// (the watcher's events). A Prepared that cannot be committed is dropped
+// and the caller runs the pass as usual.
+//
+// The pass works on a copy of the caller's kept state (Options.Warm),
+// which stays as it was until the commit replaces it: a dropped Prepared
+// costs the next pass nothing.
 type Prepared struct {
 	pr    *pass
 	files []warmFile // the memory files as the pass read them
-	at    int64      // ns, when their stats were taken
-	done  bool
+	// touched are the files of Options.Touched as the pass read them: a
+	// pass prepared for a change (the watcher prepares a burst's pass
+	// while its debounce runs) stands only while they keep those stats,
+	// whatever the events say.
+	touched []warmFile
+	at      int64 // ns, when their stats were taken
+	done    bool
 }
 
-// ErrNotPrepared is what Prepare returns when the memory files were
-// written too recently for their stats to vouch for them until the
-// commit (the racy window), or the inbox drain wrote the log: prepare
-// again a little later.
+// ErrNotPrepared is what Prepare returns when the memory files or the
+// touched artifacts were written too recently for their stats to vouch
+// for them until the commit (the racy window), or the inbox drain wrote
+// the log: prepare again a little later.
 var ErrNotPrepared = errors.New("memory files written too recently to prepare a pass")
 
 // Prepare reads, plans and stages the pass opts describes as Reconcile
@@ -68,7 +79,15 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 	if !ok || racy(files, at) {
 		return nil, ErrNotPrepared
 	}
+	touched, err := statTouched(root, opts.Touched)
+	if err != nil {
+		return nil, err
+	}
+	if racy(touched, at) {
+		return nil, ErrNotPrepared
+	}
 	opts.Known = nil
+	opts.keepWarm = true
 	pr, _, err := prepareLocked(ctx, root, p, opts)
 	if err != nil || pr == nil {
 		if opts.Cache != nil {
@@ -86,7 +105,22 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 		dirty := pr.cache.Dirty()
 		pr.dirty = &dirty
 	}
-	return &Prepared{pr: pr, files: files, at: at}, nil
+	return &Prepared{pr: pr, files: files, touched: touched, at: at}, nil
+}
+
+// statTouched stats the touched files (relative paths) for Prepare: an
+// error when one is neither a regular file nor absent (a directory where
+// an artifact was: its pass runs when it is due).
+func statTouched(root string, touched map[string]bool) ([]warmFile, error) {
+	out := make([]warmFile, 0, len(touched))
+	for _, rel := range slices.Sorted(maps.Keys(touched)) {
+		f, ok := statFile(filepath.Join(root, filepath.FromSlash(rel)))
+		if !ok {
+			return nil, fmt.Errorf("not prepared: %s is not a regular file", rel)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // Now is the pass's clock.
@@ -121,6 +155,10 @@ func (x *Prepared) Commit(ctx context.Context) (res Result, ok bool, err error) 
 		}
 		return Result{}, false, nil
 	}
+	if err != nil {
+		// Some of it may be written: the kept state no longer stands.
+		pr.opts.Warm.Forget()
+	}
 	return res, true, err
 }
 
@@ -129,6 +167,9 @@ func (x *Prepared) holds() bool {
 	pr := x.pr
 	now, ok := statFiles(pr.p)
 	if !ok || !slices.Equal(x.files, now) || racy(x.files, x.at) {
+		return false
+	}
+	if touched, err := statTouched(pr.root, pr.opts.Touched); err != nil || !slices.Equal(x.touched, touched) {
 		return false
 	}
 	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
