@@ -66,6 +66,9 @@ type Engine struct {
 	warm heal.Warm
 	// settle lists what Deferred passes left to Settle.
 	settle struct{ stale bool }
+	// replaced are the files Deferred passes replaced, kept until Settle
+	// lets them go (heal.Replaced).
+	replaced heal.Replaced
 	// prepared is the watcher's next pass staged ahead of its time
 	// (Prepare); any pass but the one it stands for drops it.
 	prepared *prepared
@@ -347,6 +350,7 @@ func (e *Engine) passOptions(p Pass) (heal.Options, []string) {
 	if p.Deferred {
 		opts.Warm, opts.DeferCache, opts.Lean = &e.warm, true, !p.Session
 		opts.Staleness = nil
+		opts.Replaced = &e.replaced
 	}
 	if p.NoStatCache {
 		opts.Cache, opts.Touched = nil, nil
@@ -453,13 +457,15 @@ func holdFor(p learn.Policy) func(*manifest.Observation) bool {
 }
 
 // Settle does what Deferred passes left, off the path of the next event:
-// the staleness pass (marks written like a pass's), the stat cache write,
-// and the proof of the parsed state the next pass takes (heal.Warm.Prove).
+// the files their commits replaced let go (heal.Replaced), the staleness
+// pass (marks written like a pass's), the stat cache write, and the proof
+// of the parsed state the next pass takes (heal.Warm.Prove).
 // It reports whether it should be called again later (the state is too
 // recent to prove, the lock was busy, or ctx was cancelled: the watcher
 // cancels it when an event arrives, and the staleness pass stops where it
 // is without marking). Its warnings are a pass's.
 func (e *Engine) Settle(ctx context.Context, now time.Time) (rep Report, again bool, err error) {
+	e.replaced.Release()
 	if e.prepared != nil {
 		// A pass is staged on the files as they are (Prepare): the
 		// staleness pass waits until after it.

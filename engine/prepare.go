@@ -61,6 +61,14 @@ func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 // HasPrepared reports whether a prepared pass waits for its commit.
 func (e *Engine) HasPrepared() bool { return e.prepared != nil }
 
+// Close ends what the engine holds on disk for later: a prepared pass is
+// dropped (its staged files removed) and the files its passes replaced
+// are let go (heal.Replaced). The engine may run passes again after it.
+func (e *Engine) Close() {
+	e.DropPrepared()
+	e.replaced.Release()
+}
+
 // DropPrepared drops a prepared pass (its staged files are removed).
 func (e *Engine) DropPrepared() {
 	if e.prepared != nil {

@@ -224,9 +224,10 @@ func TestConcurrentInProcess(t *testing.T) {
 	}
 }
 
-// A staged write is committed once, or dropped (its file removed) when
-// the pass ends without committing it; a staging that failed has nothing
-// to drop and reports its error at commit.
+// A staged write is committed once and the file it replaced released
+// when the pass ends, or dropped (its file removed) when the pass ends
+// without committing it; a staging that failed has nothing to drop and
+// reports its error at commit.
 func TestStagedCommitOrDrop(t *testing.T) {
 	counts := &countingFile{}
 	ok := func() (stagedFile, error) { return counts, nil }
@@ -234,8 +235,10 @@ func TestStagedCommitOrDrop(t *testing.T) {
 	if err := s.commit(); err != nil {
 		t.Fatal(err)
 	}
-	s.drop()
-	stage(ok).drop()
+	s.drop().Release()
+	if f := stage(ok).drop(); f != nil {
+		t.Fatal("a dropped staging returned its file")
+	}
 	failed := stage(func() (stagedFile, error) { return (*countingFile)(nil), fmt.Errorf("disk full") })
 	if err := failed.commit(); err == nil || err.Error() != "disk full" {
 		t.Fatalf("commit of a failed staging: %v", err)
@@ -243,14 +246,16 @@ func TestStagedCommitOrDrop(t *testing.T) {
 	failed.drop()
 	var none *staged
 	none.drop()
-	if counts.commits != 1 || counts.aborts != 1 {
-		t.Fatalf("commits %d, aborts %d; want 1 and 1", counts.commits, counts.aborts)
+	if counts.commits != 1 || counts.aborts != 1 || counts.releases != 1 {
+		t.Fatalf("commits %d, aborts %d, releases %d; want 1, 1 and 1", counts.commits, counts.aborts, counts.releases)
 	}
 }
 
-// countingFile is a stagedFile that counts its commits and aborts (a nil
-// one panics: a failed staging's file must never be used).
-type countingFile struct{ commits, aborts int }
+// countingFile is a stagedFile that counts its commits, aborts and
+// releases (a nil one panics: a failed staging's file must never be
+// used).
+type countingFile struct{ commits, aborts, releases int }
 
 func (f *countingFile) Commit() error { f.commits++; return nil }
 func (f *countingFile) Abort()        { f.aborts++ }
+func (f *countingFile) Release()      { f.releases++ }

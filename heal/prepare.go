@@ -14,6 +14,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -104,6 +105,16 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 	if pr.cache != nil && opts.DeferCache {
 		dirty := pr.cache.Dirty()
 		pr.dirty = &dirty
+	}
+	// What the commit would do first, done now: the manifest's sum (the
+	// feedback record names it) while the files are staged, and the
+	// staging itself finished (its sync is most of a pass's time).
+	if pr.manifestBytes != nil {
+		pr.manifestSum = journal.ManifestSum(pr.manifestBytes)
+	}
+	if err := errors.Join(pr.logW.wait(), pr.manifestW.wait()); err != nil {
+		dropPass(pr)
+		return nil, err
 	}
 	return &Prepared{pr: pr, files: files, touched: touched, at: at}, nil
 }

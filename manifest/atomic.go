@@ -69,7 +69,7 @@ func writeData(data []byte) func(io.Writer) error {
 // write (through a buffer) instead of held in memory; an error from write
 // leaves path as it was.
 func writeFileFrom(path string, perm os.FileMode, sync bool, write func(io.Writer) error) error {
-	s, err := stageWith(path, perm, sync, write)
+	s, err := stageWith(path, perm, sync, false, write)
 	if err != nil {
 		return err
 	}
@@ -84,21 +84,28 @@ func writeFileFrom(path string, perm os.FileMode, sync bool, write func(io.Write
 type Staged struct {
 	path, tmp string
 	nosync    bool // WriteFileUnsynced's: neither the file nor its directory synced
+	// keep makes Commit keep a link to the file it replaces (replaced)
+	// until Release.
+	keep     bool
+	replaced string
 }
 
-// StageFile stages data for path (WriteFile without the rename).
+// StageFile stages data for path (WriteFile without the rename). Its
+// Commit keeps the file it replaces until Release.
 func StageFile(path string, data []byte, perm os.FileMode) (*Staged, error) {
 	return stageFrom(path, perm, writeData(data))
 }
 
 // stageFrom writes what write writes to a new temporary file next to
 // path, created with O_EXCL, and syncs it; on error it leaves nothing.
+// Its Commit keeps the file it replaces until Release.
 func stageFrom(path string, perm os.FileMode, write func(io.Writer) error) (*Staged, error) {
-	return stageWith(path, perm, true, write)
+	return stageWith(path, perm, true, true, write)
 }
 
-// stageWith is stageFrom, the file synced or not.
-func stageWith(path string, perm os.FileMode, sync bool, write func(io.Writer) error) (*Staged, error) {
+// stageWith is stageFrom, the file synced or not, the replaced file kept
+// or not.
+func stageWith(path string, perm os.FileMode, sync, keep bool, write func(io.Writer) error) (*Staged, error) {
 	dir := filepath.Dir(path)
 	if err := safefs.MkdirAll(dir); err != nil {
 		return nil, err
@@ -146,19 +153,54 @@ func stageWith(path string, perm os.FileMode, sync bool, write func(io.Writer) e
 		os.Remove(tmp)
 		return nil, fmt.Errorf("close %s: %w", path, err)
 	}
-	return &Staged{path: path, tmp: tmp, nosync: !sync}, nil
+	return &Staged{path: path, tmp: tmp, nosync: !sync, keep: keep && sync}, nil
 }
 
 // Commit renames the staged file over its path and syncs the directory.
+//
+// A staged file's commit (StageFile, StageLog) first gives the file it
+// replaces a second name, a temporary file's, kept until Release: the
+// rename then frees none of the old file's blocks, and the directory's
+// sync commits a few changes of metadata instead of those blocks' release
+// (a 14 MB file replaced on ext4: 11 ms, 0.7 ms with the old file kept).
+// The caller releases it once its own last sync is done, so that the
+// release is written with a later sync, not on the way to its result. A
+// name that cannot be given is not needed: the commit goes on without
+// it; one a crash leaves behind is a stray temporary file
+// (RemoveStaleTemps).
 func (s *Staged) Commit() error {
+	if s.keep {
+		s.replaced = keepName(s.path)
+		if os.Link(s.path, s.replaced) != nil {
+			s.replaced = ""
+		}
+	}
 	if err := os.Rename(s.tmp, s.path); err != nil {
 		os.Remove(s.tmp)
+		s.Release()
 		return fmt.Errorf("replace %s: %w", s.path, err)
 	}
 	if s.nosync {
 		return nil
 	}
 	return syncDir(filepath.Dir(s.path))
+}
+
+// keepName is a temporary name next to path for the file a commit
+// replaces (RemoveStaleTemps matches it).
+func keepName(path string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+tempInfix+"replaced-"+hex.EncodeToString(b[:]))
+}
+
+// Release removes the name Commit gave the file it replaced (nil, or
+// none: nothing).
+func (s *Staged) Release() {
+	if s != nil && s.replaced != "" {
+		os.Remove(s.replaced)
+		s.replaced = ""
+	}
 }
 
 // Abort removes the staged file (nil: nothing staged); path is left as it

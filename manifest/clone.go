@@ -34,18 +34,8 @@ func (l *Log) Clone() (*Log, func(*Observation) *Observation) {
 		}
 		c.Lines[i] = &slab[i]
 	}
-	if l.byID != nil {
-		// The index as it is (it may predate a line's change of validity),
-		// pointing at the clone's lines.
-		at := make(map[*Line]*Line, len(l.Lines))
-		for i, ln := range l.Lines {
-			at[ln] = c.Lines[i]
-		}
-		c.byID = make(map[string]*Line, len(l.byID))
-		for id, ln := range l.byID {
-			c.byID[id] = at[ln]
-		}
-	}
+	// The index by id holds line numbers and is never changed in place:
+	// shared as it is (it may predate a line's change of validity).
 	return &c, func(o *Observation) *Observation {
 		if n, ok := obs[o]; ok {
 			return n

@@ -596,6 +596,7 @@ func TestStageCommitAndAbort(t *testing.T) {
 	if got, _ := os.ReadFile(b); string(got) != "old" {
 		t.Fatalf("b after Abort: %q", got)
 	}
+	sa.Release() // the a.json it replaced
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Fatalf("directory holds %d files, want a.json and b.json only", len(ents))
 	}
@@ -605,7 +606,8 @@ func TestStageCommitAndAbort(t *testing.T) {
 
 // A staged log leaves the file and the Log as they were until Commit, and
 // Abort drops it: the Log still has its change to write. Committed, the
-// file holds what WriteLog writes.
+// file holds what WriteLog writes, and the one it replaced is kept until
+// Release.
 func TestStageLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
 	data := benchLog(50)
@@ -641,7 +643,71 @@ func TestStageLog(t *testing.T) {
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) || l.Changed() {
 		t.Fatalf("after Commit: bytes equal %v, Log changed %v", bytes.Equal(got, want), l.Changed())
 	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 2 {
+		t.Fatalf("directory holds %d files, want the log and the one it replaced", len(ents))
+	}
+	s.Release()
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
-		t.Fatalf("directory holds %d files, want the log only", len(ents))
+		t.Fatalf("directory holds %d files after Release, want the log only", len(ents))
+	}
+}
+
+// A staged file's commit keeps the file it replaced under a temporary
+// name until Release (nothing when there was none); WriteFile keeps none.
+func TestCommitKeepsReplacedUntilRelease(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.json")
+	temps := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, ".*"+TempInfix+"*"))
+		return m
+	}
+	s, err := StageFile(path, []byte("first"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := temps(); len(got) != 0 || s.replaced != "" {
+		t.Fatalf("a first write kept %v", got)
+	}
+	s, err = StageFile(path, []byte("second"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	kept := temps()
+	if len(kept) != 1 {
+		t.Fatalf("kept %v, want the replaced file", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); string(b) != "first" {
+		t.Fatalf("the kept file holds %q", b)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "second" {
+		t.Fatalf("the file holds %q", b)
+	}
+	s.Release()
+	s.Release()
+	if got := temps(); len(got) != 0 {
+		t.Fatalf("left after Release: %v", got)
+	}
+	if err := WriteFile(path, []byte("third"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := temps(); len(got) != 0 {
+		t.Fatalf("WriteFile kept %v", got)
+	}
+	// One a crash leaves behind is a stray temporary file.
+	if s, err = StageFile(path, []byte("fourth"), 0o644); err != nil || s.Commit() != nil {
+		t.Fatal(err)
+	}
+	if len(temps()) != 1 {
+		t.Fatal("the replaced file is not kept")
+	}
+	RemoveStaleTemps(dir, 0)
+	if got := temps(); len(got) != 0 {
+		t.Fatalf("RemoveStaleTemps left %v", got)
 	}
 }

@@ -527,8 +527,10 @@ type Log struct {
 	Exists bool // the file was there when read
 	// noFinalNewline records a last line without "\n" (kept as found).
 	noFinalNewline bool
-	// byID indexes Find over the first indexed lines.
-	byID    map[string]*Line
+	// byID indexes Find over the first indexed lines: the index of each
+	// id's first valid line. Built anew, never changed in place, so that a
+	// clone shares it.
+	byID    map[string]int
 	indexed int
 }
 
@@ -738,17 +740,20 @@ func (l *Log) FindLine(id string) *Line { return l.findLine(id) }
 
 func (l *Log) findLine(id string) *Line {
 	if l.byID == nil || l.indexed != len(l.Lines) {
-		l.byID = make(map[string]*Line, len(l.Lines))
-		for _, ln := range l.Lines {
+		byID := make(map[string]int, len(l.Lines))
+		for i, ln := range l.Lines {
 			if ln.valid() {
-				if _, dup := l.byID[ln.ID()]; !dup {
-					l.byID[ln.ID()] = ln
+				if _, dup := byID[ln.ID()]; !dup {
+					byID[ln.ID()] = i
 				}
 			}
 		}
-		l.indexed = len(l.Lines)
+		l.byID, l.indexed = byID, len(l.Lines)
 	}
-	return l.byID[id]
+	if i, ok := l.byID[id]; ok {
+		return l.Lines[i]
+	}
+	return nil
 }
 
 // Append adds a new observation at the end.
@@ -1088,6 +1093,7 @@ func WriteLog(path string, l *Log) error {
 	if err != nil {
 		return err
 	}
+	defer s.Release()
 	return s.Commit()
 }
 
@@ -1129,8 +1135,16 @@ func (s *LogStage) Abort() {
 	}
 }
 
-// Commit replaces the log file with the staged one; the Log then holds
-// the lines as written.
+// Release lets the replaced log file go (Staged.Release).
+func (s *LogStage) Release() {
+	if s != nil {
+		s.file.Release()
+	}
+}
+
+// Commit replaces the log file with the staged one (keeping the replaced
+// one until Release, as Staged.Commit does); the Log then holds the lines
+// as written.
 func (s *LogStage) Commit() error {
 	if err := s.file.Commit(); err != nil {
 		return err

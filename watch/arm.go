@@ -307,6 +307,7 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 	if !matters {
 		return
 	}
+	w.events++
 	if w.targets.dirs[name] {
 		// A watched directory (or one on the way to it) appeared,
 		// disappeared or moved: re-arm at once so files created in a new

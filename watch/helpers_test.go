@@ -130,6 +130,10 @@ func (r *run) stop() {
 		}
 	case <-time.After(20 * time.Second):
 		r.tb.Errorf("watcher did not stop")
+		return
+	}
+	if left := tempFiles(r.root); len(left) > 0 {
+		r.tb.Errorf("temp files left behind by the stopped watcher: %v", left)
 	}
 }
 
@@ -235,12 +239,27 @@ func checkFiles(tb testing.TB, root string) {
 			tb.Fatalf("state file: %v", err)
 		}
 	}
+	for _, f := range tempFiles(root) {
+		// A file a pass replaced is kept until the watcher is idle
+		// (heal.Replaced): r.stop checks that none is left.
+		if !strings.Contains(f, ".tmp-replaced-") {
+			tb.Fatalf("temp file left behind: %s", f)
+		}
+	}
+}
+
+// tempFiles lists the temporary files of atomic writes under root's memory
+// and commands directories.
+func tempFiles(root string) []string {
+	p := manifest.PathsFor(root)
+	var out []string
 	for _, dir := range []string{p.Memory, p.Commands} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if strings.Contains(e.Name(), ".tmp-") {
-				tb.Fatalf("temp file left behind: %s", filepath.Join(dir, e.Name()))
+				out = append(out, filepath.Join(dir, e.Name()))
 			}
 		}
 	}
+	return out
 }

@@ -145,17 +145,27 @@ type watcher struct {
 	// graceDue is when the first of them is due.
 	missing  map[string]time.Time
 	graceDue time.Time
-	// dueAt is, while the pass a grace window's end started runs, when
-	// that window ended: the moment its deletions became final (the
-	// latency benchmark measures from it).
+	// dueAt is, while the pass a grace window's end or a burst's debounce
+	// started runs, when that window ended: the moment its changes became
+	// final (the latency benchmark measures from it).
 	dueAt time.Time
 
 	// settleT fires settleDelay after a pass: the engine does what the
 	// pass deferred (engine.Engine.Settle) while nothing is pending.
 	settleT *time.Timer
-	// prepT fires prepareLead before the first grace window ends: the
-	// engine prepares the pass that ends it (prepare).
+	// prepT fires when the engine is to prepare a pass ahead of its time:
+	// a pending burst's, while its debounce runs (prepareBurst), or, with
+	// none pending, the one that ends the first grace window, prepareLead
+	// before it ends (prepare).
 	prepT *time.Timer
+	// events counts the events that mattered (onEvent); prepared is its
+	// value when the engine's prepared pass began: an event since makes
+	// that pass stale, and the next pass drops it.
+	events, prepared uint64
+	// passTook is a running estimate of how long a pass, or preparing
+	// one, takes: a burst's pass is prepared that long (twice, and at least
+	// burstQuiet after the last event) before its debounce ends.
+	passTook time.Duration
 
 	// gitDir is the worktree's git directory ("" outside git), where git
 	// leaves the state of an operation waiting for the person.
@@ -165,9 +175,9 @@ type watcher struct {
 	reconcile    reconcileFunc
 	add          func(path string) error
 	newFS        func() (*fsnotify.Watcher, error)
-	afterFire    func() // after a reconcile's results and state are written
-	afterSettle  func() // after each call of the engine's Settle
-	afterPrepare func() // after each call of the engine's Prepare
+	afterFire    func()           // after a reconcile's results and state are written
+	afterSettle  func()           // after each call of the engine's Settle
+	afterPrepare func(burst bool) // after each call of the engine's Prepare (for a burst's pass, or a grace window's)
 }
 
 func newWatcher(root string, opts Options) *watcher {
@@ -243,7 +253,7 @@ func (w *watcher) loadSettings() error {
 	}
 	w.set = s
 	if w.eng != nil {
-		w.eng.DropPrepared() // its staged files go with it
+		w.eng.Close() // its staged and replaced files go with it
 	}
 	w.eng = engine.New(w.root, c, w.log)
 	w.full = true // a new engine's first pass checks every file
@@ -307,7 +317,7 @@ func (w *watcher) run(ctx context.Context) error {
 		case <-ctx.Done():
 			w.log.Info("stopping", "reason", context.Cause(ctx))
 			w.settle(context.WithoutCancel(ctx), false)
-			w.eng.DropPrepared() // its staged files go
+			w.eng.Close() // its staged and replaced files go
 			w.state.StoppedAt = time.Now().UTC().Format(time.RFC3339Nano)
 			w.writeState()
 			return nil
@@ -333,7 +343,11 @@ func (w *watcher) run(ctx context.Context) error {
 		case <-w.settleT.C:
 			w.settle(ctx, true)
 		case <-w.prepT.C:
-			w.prepare(ctx)
+			if w.first.IsZero() {
+				w.prepare(ctx)
+			} else {
+				w.prepareBurst(ctx)
+			}
 		case <-tick:
 			w.thorough = true
 			w.markPending("rescan", true)
@@ -367,10 +381,7 @@ func (w *watcher) schedule() {
 		}
 		return
 	}
-	due := w.last.Add(w.set.debounce)
-	if capAt := w.first.Add(w.set.maxDelay); capAt.Before(due) {
-		due = capAt
-	}
+	due := w.burstDue()
 	if w.now {
 		due = time.Now()
 	}
@@ -378,6 +389,26 @@ func (w *watcher) schedule() {
 		due = w.retryAt
 	}
 	w.timer.Reset(max(time.Until(due), 0))
+	if w.burstPreparable() {
+		lead := min(2*w.passTook, w.set.debounce)
+		at := due.Add(-lead)
+		if earliest := w.last.Add(burstQuiet); at.Before(earliest) {
+			at = earliest
+		}
+		if at.Before(due) {
+			w.prepT.Reset(max(time.Until(at), 0))
+		}
+	}
+}
+
+// burstDue is when the pending burst's pass is due: the debounce after its
+// last event, at most maxDelay after its first.
+func (w *watcher) burstDue() time.Time {
+	due := w.last.Add(w.set.debounce)
+	if capAt := w.first.Add(w.set.maxDelay); capAt.Before(due) {
+		due = capAt
+	}
+	return due
 }
 
 // fire runs one full reconcile for the pending burst.
@@ -393,6 +424,17 @@ func (w *watcher) fire(ctx context.Context) {
 		return
 	}
 	reason, thorough := w.reason, w.thorough
+	if w.dueAt.IsZero() && !w.now {
+		// Final when its debounce ended: the pass may start later (the
+		// watcher was busy, preparing it for one).
+		w.dueAt = w.burstDue()
+		defer func() { w.dueAt = time.Time{} }()
+	}
+	if w.prepared != w.events && w.eng != nil {
+		// An event came since the engine prepared its pass: it is stale
+		// whatever its files say.
+		w.eng.DropPrepared()
+	}
 	// Only the files with an event can have changed, unless events may
 	// have been lost or directories moved: then every file is checked.
 	touched := w.touched
@@ -435,6 +477,9 @@ func (w *watcher) fire(ctx context.Context) {
 	w.settleT.Reset(settleDelay)
 	res := rep.Result
 	took := time.Since(start)
+	if err == nil && !rep.Prepared {
+		w.notePassTook(took)
+	}
 	w.recordOwn(res.Wrote)
 	if w.afterFire != nil {
 		defer w.afterFire()
@@ -664,6 +709,7 @@ func (w *watcher) prepare(ctx context.Context) {
 		return
 	}
 	t0 := time.Now()
+	w.prepared = w.events
 	var again bool
 	var err error
 	held := w.untilEvent(ctx, func(ctx context.Context) {
@@ -673,7 +719,7 @@ func (w *watcher) prepare(ctx context.Context) {
 		})
 	})
 	if w.afterPrepare != nil {
-		w.afterPrepare()
+		w.afterPrepare(false)
 	}
 	switch {
 	case err != nil:
@@ -693,6 +739,81 @@ func (w *watcher) prepare(ctx context.Context) {
 // prepareRetry is how long the watcher waits to prepare again after the
 // memory files were found written too recently.
 const prepareRetry = 60 * time.Millisecond
+
+// burstQuiet is how long after a burst's last event the watcher prepares
+// its pass at the earliest: a touched file written within the racy
+// window (heal) cannot be vouched for by its stat, and an editor's save
+// is over by then.
+const burstQuiet = 60 * time.Millisecond
+
+// burstPreparable reports whether the pending burst's pass may be prepared
+// ahead of its time: a burst of events on files (no directory moved, no
+// event lost, not polling), its pass due after its debounce, not held.
+func (w *watcher) burstPreparable() bool {
+	return w.eng != nil && !w.first.IsZero() && !w.now && !w.full && !w.thorough && len(w.changed) == 0 &&
+		w.opts.Poll <= 0 && !time.Now().Before(w.retryAt) && (len(w.touched) > 0 || len(w.arrived) > 0)
+}
+
+// prepareBurst has the engine prepare the pending burst's pass while its
+// debounce runs, as fire will run it when the debounce ends: when it ends
+// with no event since, that pass only commits what is staged. An event
+// that arrives meanwhile calls the preparation off and is handled once it
+// is done; one that arrives after makes fire drop the prepared pass. The
+// engine's kept state is untouched by a prepared pass until it is
+// committed, so a dropped one costs nothing but the work.
+func (w *watcher) prepareBurst(ctx context.Context) {
+	if !w.burstPreparable() || w.holdsForGit() {
+		return
+	}
+	due := w.burstDue()
+	if !time.Now().Before(due) {
+		return // the pass runs now
+	}
+	t0 := time.Now()
+	w.prepared = w.events
+	var again bool
+	var err error
+	held := w.untilEvent(ctx, func(ctx context.Context) {
+		again, err = w.eng.Prepare(ctx, engine.Pass{
+			Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(due),
+			Now: due, Touched: maps.Clone(w.touched), Arrived: maps.Clone(w.arrived), Deferred: true,
+		})
+	})
+	if w.afterPrepare != nil {
+		w.afterPrepare(true)
+	}
+	switch {
+	case err != nil:
+		w.log.Debug("burst's pass not prepared: it runs when the debounce ends", "err", err)
+	case again:
+		if time.Until(due) > prepareRetry {
+			w.prepT.Reset(prepareRetry)
+		}
+	case w.eng.HasPrepared():
+		w.notePassTook(time.Since(t0))
+		w.log.Debug("burst's pass prepared for the end of its debounce", "touched", len(w.touched), "took", time.Since(t0).String())
+	}
+	for _, ev := range held {
+		w.onEvent(ev)
+	}
+}
+
+// holdsForGit reports whether git is in the middle of an operation or of
+// writing the worktree: a burst's pass is not prepared then (fire holds
+// it, holdForGit).
+func (w *watcher) holdsForGit() bool {
+	return hooks.Operation(w.gitDir) != "" || gitrepo.StampOf(w.gitDir).Writing(time.Now())
+}
+
+// notePassTook folds a pass's (or a preparation's) duration into
+// passTook.
+func (w *watcher) notePassTook(d time.Duration) {
+	if w.passTook == 0 {
+		w.passTook = d
+		return
+	}
+	w.passTook = (3*w.passTook + d) / 4
+}
 
 // maxHeld bounds the events cancelOnEvent holds: a stream of events that
 // do not matter (another tool's files in a watched directory) calls the
