@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -329,7 +330,19 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 	if w.touched == nil {
 		w.touched = map[string]bool{}
 	}
-	w.touched[w.rel(name)] = true
+	rel := w.rel(name)
+	w.touched[rel] = true
+	switch {
+	case ev.Has(fsnotify.Create):
+		delete(w.goneAt, rel) // back
+	case ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename):
+		if _, ok := w.goneAt[rel]; !ok {
+			if w.goneAt == nil {
+				w.goneAt = map[string]time.Time{}
+			}
+			w.goneAt[rel] = time.Now()
+		}
+	}
 	w.markPending(ev.Op.String()+" "+w.rel(name), false)
 }
 

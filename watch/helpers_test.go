@@ -87,7 +87,8 @@ func start(tb testing.TB, root string, opts Options, setup func(w *watcher)) *ru
 	}
 	if opts.Grace == 0 {
 		// The grace window has its own tests; elsewhere a deletion is
-		// called as soon as reconcile has seen it twice.
+		// called by the first pass after its event (a file missing since
+		// its removal's event), or the second when no event told.
 		opts.Grace = time.Millisecond
 	}
 	w := newWatcher(root, opts)

@@ -145,6 +145,10 @@ type watcher struct {
 	// graceDue is when the first of them is due.
 	missing  map[string]time.Time
 	graceDue time.Time
+	// goneAt holds, for the files the burst's events removed (or moved
+	// away), when the first such event came: missing since then, whether
+	// or not a pass has seen it yet (confirmed, trackMissing).
+	goneAt map[string]time.Time
 	// dueAt is, while the pass a grace window's end or a burst's debounce
 	// started runs, when that window ended: the moment its changes became
 	// final (the latency benchmark measures from it).
@@ -435,20 +439,14 @@ func (w *watcher) fire(ctx context.Context) {
 		// whatever its files say.
 		w.eng.DropPrepared()
 	}
+	if !thorough {
+		w.absorbChanged()
+	}
 	// Only the files with an event can have changed, unless events may
 	// have been lost or directories moved: then every file is checked.
 	touched := w.touched
 	if touched == nil {
 		touched = map[string]bool{}
-	}
-	// A directory that appeared, disappeared or moved: every watched file
-	// below it may have changed (and is resolved again).
-	if len(w.changed) > 0 {
-		for f := range w.targets.files {
-			if w.underChanged(f) {
-				touched[w.rel(f)] = true
-			}
-		}
 	}
 	if w.full || thorough || w.opts.Poll > 0 {
 		touched = nil
@@ -458,13 +456,13 @@ func (w *watcher) fire(ctx context.Context) {
 	w.first, w.last, w.reason, w.now, w.thorough = time.Time{}, time.Time{}, "", false, false
 	w.timer.Stop()
 
-	if len(w.changed) > 0 || thorough {
-		// Directories changed or events were lost: re-resolve the targets
-		// and re-arm before reconciling, so that a change made while
-		// reconcile runs is seen.
+	if thorough {
+		// Events were lost: re-resolve the targets and re-arm every watch
+		// before reconciling, so that a change made while reconcile runs
+		// is seen.
 		w.invalidate(w.changed)
 		w.changed = nil
-		w.rearm(true, thorough)
+		w.rearm(true, true)
 	}
 	start := time.Now()
 	// The signal context is not passed down: SIGTERM must not cut a write
@@ -747,11 +745,33 @@ const prepareRetry = 60 * time.Millisecond
 const burstQuiet = 60 * time.Millisecond
 
 // burstPreparable reports whether the pending burst's pass may be prepared
-// ahead of its time: a burst of events on files (no directory moved, no
-// event lost, not polling), its pass due after its debounce, not held.
+// ahead of its time: a burst of events (none lost, not polling), its pass
+// due after its debounce, not held.
 func (w *watcher) burstPreparable() bool {
-	return w.eng != nil && !w.first.IsZero() && !w.now && !w.full && !w.thorough && len(w.changed) == 0 &&
-		w.opts.Poll <= 0 && !time.Now().Before(w.retryAt) && (len(w.touched) > 0 || len(w.arrived) > 0)
+	return w.eng != nil && !w.first.IsZero() && !w.now && !w.full && !w.thorough && w.opts.Poll <= 0 &&
+		!time.Now().Before(w.retryAt) && (len(w.touched) > 0 || len(w.arrived) > 0 || len(w.changed) > 0)
+}
+
+// absorbChanged takes the directories that appeared, disappeared or moved
+// in the burst into it: every watched file below them is touched (and
+// resolved again), and the watches are re-armed before the pass, so that
+// a change made while it runs is seen. A burst's pass prepared ahead does
+// it then, fire otherwise.
+func (w *watcher) absorbChanged() {
+	if len(w.changed) == 0 {
+		return
+	}
+	if w.touched == nil {
+		w.touched = map[string]bool{}
+	}
+	for f := range w.targets.files {
+		if w.underChanged(f) {
+			w.touched[w.rel(f)] = true
+		}
+	}
+	w.invalidate(w.changed)
+	w.changed = nil
+	w.rearm(true, false)
 }
 
 // prepareBurst has the engine prepare the pending burst's pass while its
@@ -769,6 +789,7 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 	if !time.Now().Before(due) {
 		return // the pass runs now
 	}
+	w.absorbChanged()
 	t0 := time.Now()
 	w.prepared = w.events
 	var again bool
@@ -891,9 +912,11 @@ func (w *watcher) cancelOnEvent(cancel context.CancelFunc) (stop func() []fsnoti
 // holds back every other missing artifact.
 func (w *watcher) confirmed(now time.Time) map[string]bool {
 	out := map[string]bool{}
-	for k, since := range w.missing {
-		if now.Sub(since) >= w.set.grace {
-			out[k] = true
+	for _, m := range []map[string]time.Time{w.missing, w.goneAt} {
+		for k, since := range m {
+			if now.Sub(since) >= w.set.grace {
+				out[k] = true
+			}
 		}
 	}
 	return out
@@ -909,6 +932,9 @@ func (w *watcher) trackMissing(pending []string, now time.Time) {
 		since, ok := w.missing[k]
 		if !ok {
 			since = now
+			if gone, ok := w.goneAt[k]; ok && gone.Before(now) {
+				since = gone // its removal's event came before the pass saw it
+			}
 		}
 		next[k] = since
 		if due := since.Add(w.set.grace); w.graceDue.IsZero() || due.Before(w.graceDue) {
@@ -918,7 +944,7 @@ func (w *watcher) trackMissing(pending []string, now time.Time) {
 	if len(pending) > 0 {
 		w.log.Debug("missing, within the grace window", "artifacts", head(pending), "grace", w.set.grace.String())
 	}
-	w.missing = next
+	w.missing, w.goneAt = next, nil
 }
 
 // onError handles an error from fsnotify's Errors channel: an overflow or a

@@ -387,10 +387,11 @@ func TestNoSelfTriggeredLoop(t *testing.T) {
 	if n := r.quiet(10 * debounce); n != 0 {
 		t.Fatalf("%d reconciles after one change settled", n)
 	}
-	// One reconcile sees the file missing, one more when its grace window
-	// is over calls it deleted; the writes of that one trigger nothing.
-	if got := r.count.Load() - before; got != 2 {
-		t.Fatalf("one change caused %d reconciles, want 2", got)
+	// The file is missing since its removal's event, and the grace window
+	// is shorter than the debounce: the burst's one reconcile calls it
+	// deleted, and its writes trigger nothing.
+	if got := r.count.Load() - before; got != 1 {
+		t.Fatalf("one change caused %d reconciles, want 1", got)
 	}
 	if r.w.ticker != nil {
 		t.Fatal("a ticker runs while idle")
@@ -981,6 +982,63 @@ func TestPreparedEdit(t *testing.T) {
 	if st.Counters.Edits != 4 {
 		t.Fatalf("counters %+v: want 4 edits", st.Counters)
 	}
+	checkFiles(t, root)
+}
+
+// TestPreparedShortGrace: with a grace window shorter than the debounce,
+// a removed artifact is missing since its removal's event, so the burst's
+// own pass calls it deleted, and that pass is prepared while the debounce
+// runs — a command file, and a skill with its directory. A skill's
+// directory moved is followed, by a pass prepared too (the directory's
+// change taken into the burst when it is prepared). A file removed and
+// put back within the burst is no deletion.
+func TestPreparedShortGrace(t *testing.T) {
+	const debounce = 400 * time.Millisecond // room for the first preparation's retries
+	root := fixture(t, 3, 2)
+	var recorded, moved atomic.Int32 // deletions, moves committed as prepared
+	r := start(t, root, Options{Debounce: debounce, Grace: time.Millisecond}, func(w *watcher) {
+		w.reconcile = countPrepared(w.reconcile, func(rep engine.Report) bool { return rep.Deletions > 0 }, &recorded)
+		w.reconcile = countPrepared(w.reconcile, func(rep engine.Report) bool { return rep.Moved > 0 }, &moved)
+	})
+	before := r.count.Load()
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_c0 deprecated", func() bool { return status(t, root, "obs_c0") == manifest.Deprecated })
+	if err := os.RemoveAll(filepath.Dir(abs(root, skillRel(0)))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "obs_s0 deprecated", func() bool { return status(t, root, "obs_s0") == manifest.Deprecated })
+	if got := r.count.Load() - before; got != 2 || recorded.Load() != 2 {
+		t.Fatalf("%d passes, %d deletions committed as prepared: want 2 and 2", got, recorded.Load())
+	}
+	// A skill's directory moved: no event on its file, only on the
+	// directories; the move is followed, not a deletion.
+	from := filepath.Dir(abs(root, skillRel(1)))
+	if err := os.Rename(from, from+"-renamed"); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(debounce+margin, "the move followed", func() bool { return moved.Load() == 1 })
+	if got := status(t, root, "obs_s1"); got != manifest.Created {
+		t.Fatalf("obs_s1 moved with its directory is %s", got)
+	}
+	p := abs(root, cmdRel(1))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(debounce / 4)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.quiet(2 * debounce)
+	if got := status(t, root, "obs_c1"); got != manifest.Created {
+		t.Fatalf("obs_c1 removed and put back within the burst is %s", got)
+	}
+	r.stop()
 	checkFiles(t, root)
 }
 
