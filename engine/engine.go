@@ -67,7 +67,7 @@ type Engine struct {
 	// settle lists what Deferred passes left to Settle.
 	settle struct{ stale bool }
 	// replaced are the files Deferred passes replaced, kept until Settle
-	// lets them go (heal.Replaced).
+	// or Close lets them go (heal.Replaced).
 	replaced heal.Replaced
 	// prepared is the watcher's next pass staged ahead of its time
 	// (Prepare); any pass but the one it stands for drops it.

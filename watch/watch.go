@@ -782,7 +782,7 @@ func (w *watcher) absorbChanged() {
 // engine's kept state is untouched by a prepared pass until it is
 // committed, so a dropped one costs nothing but the work.
 func (w *watcher) prepareBurst(ctx context.Context) {
-	if !w.burstPreparable() || w.holdsForGit() {
+	if !w.burstPreparable() || w.gitBusy() {
 		return
 	}
 	due := w.burstDue()
@@ -819,10 +819,10 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 	}
 }
 
-// holdsForGit reports whether git is in the middle of an operation or of
+// gitBusy reports whether git is in the middle of an operation or of
 // writing the worktree: a burst's pass is not prepared then (fire holds
 // it, holdForGit).
-func (w *watcher) holdsForGit() bool {
+func (w *watcher) gitBusy() bool {
 	return hooks.Operation(w.gitDir) != "" || gitrepo.StampOf(w.gitDir).Writing(time.Now())
 }
 
