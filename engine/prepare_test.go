@@ -66,16 +66,7 @@ func TestPreparedProperty(t *testing.T) {
 				case 5:
 					// Another tool appends to the log: no event on an
 					// artifact, the log's stat changes.
-					what = "another tool appends an observation"
-					line := readyObs(fmt.Sprintf("obs_x%02d", i), manifest.Workflow, fmt.Sprintf("Appended workflow %02d", i), "")
-					tw.do(func(root string) {
-						f, err := os.OpenFile(filepath.Join(root, ".memory", "learning-log.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
-						if err != nil {
-							t.Fatal(err)
-						}
-						f.WriteString(line)
-						f.Close()
-					})
+					what = tw.appendObservation(fmt.Sprintf("obs_x%02d", i))
 				default:
 					what = "nothing"
 				}
@@ -138,16 +129,7 @@ func TestPreparedChangeProperty(t *testing.T) {
 				case 5:
 					what = tw.commitArtifacts(branch, i)
 				case 6:
-					what = "another tool appends an observation"
-					line := readyObs(fmt.Sprintf("obs_y%02d", i), manifest.Workflow, fmt.Sprintf("Appended workflow %02d", i), "")
-					tw.do(func(root string) {
-						f, err := os.OpenFile(filepath.Join(root, ".memory", "learning-log.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
-						if err != nil {
-							t.Fatal(err)
-						}
-						f.WriteString(line)
-						f.Close()
-					})
+					what = tw.appendObservation(fmt.Sprintf("obs_y%02d", i))
 				default:
 					what = "nothing"
 				}
@@ -201,4 +183,20 @@ func TestPreparedChangeProperty(t *testing.T) {
 		t.Fatalf("the runs committed %d prepared passes (%d with edits), dropped %d, changed %d after preparing; %d drops left the kept state", committed, committedEdits, dropped, late, warmAfterDrop)
 	}
 	t.Logf("committed %d prepared passes (%d with edits), dropped %d, changed %d after preparing; %d drops left the kept state", committed, committedEdits, dropped, late, warmAfterDrop)
+}
+
+// appendObservation appends a ready workflow observation id to both
+// twins' logs as another tool does (no event on an artifact, the log's
+// stat changes), and says so.
+func (tw *twin) appendObservation(id string) string {
+	line := readyObs(id, manifest.Workflow, "Appended workflow "+id, "")
+	tw.do(func(root string) {
+		f, err := os.OpenFile(filepath.Join(root, ".memory", "learning-log.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			tw.t.Fatal(err)
+		}
+		f.WriteString(line)
+		f.Close()
+	})
+	return "another tool appends an observation"
 }

@@ -698,27 +698,18 @@ func (w *watcher) prepare(ctx context.Context) {
 		return
 	}
 	if w.eng.HasPrepared() {
-		// Prepared already (a later settle): preparing again would find
-		// the kept state taken and read every file.
+		// Prepared already (a later settle): preparing again would do
+		// the same work again.
 		return
 	}
 	confirm := w.confirmed(w.graceDue)
 	if len(confirm) == 0 {
 		return
 	}
-	t0 := time.Now()
-	w.prepared = w.events
-	var again bool
-	var err error
-	held := w.untilEvent(ctx, func(ctx context.Context) {
-		again, err = w.eng.Prepare(ctx, engine.Pass{
-			Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: confirm,
-			Now: w.graceDue, Touched: map[string]bool{}, Deferred: true,
-		})
-	})
-	if w.afterPrepare != nil {
-		w.afterPrepare(false)
-	}
+	held, took, again, err := w.prepareAhead(ctx, engine.Pass{
+		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: confirm,
+		Now: w.graceDue, Touched: map[string]bool{}, Deferred: true,
+	}, false)
 	switch {
 	case err != nil:
 		w.log.Debug("pass not prepared: it runs when the grace window ends", "err", err)
@@ -727,7 +718,7 @@ func (w *watcher) prepare(ctx context.Context) {
 			w.prepT.Reset(prepareRetry)
 		}
 	default:
-		w.log.Debug("pass prepared for the end of the grace window", "artifacts", head(slices.Sorted(maps.Keys(confirm))), "took", time.Since(t0).String())
+		w.log.Debug("pass prepared for the end of the grace window", "artifacts", head(slices.Sorted(maps.Keys(confirm))), "took", took.String())
 	}
 	for _, ev := range held {
 		w.onEvent(ev)
@@ -790,19 +781,10 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 		return // the pass runs now
 	}
 	w.absorbChanged()
-	t0 := time.Now()
-	w.prepared = w.events
-	var again bool
-	var err error
-	held := w.untilEvent(ctx, func(ctx context.Context) {
-		again, err = w.eng.Prepare(ctx, engine.Pass{
-			Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(due),
-			Now: due, Touched: maps.Clone(w.touched), Arrived: maps.Clone(w.arrived), Deferred: true,
-		})
-	})
-	if w.afterPrepare != nil {
-		w.afterPrepare(true)
-	}
+	held, took, again, err := w.prepareAhead(ctx, engine.Pass{
+		Render: w.set.render, NoFeedback: !w.opts.Feedback, Confirm: w.confirmed(due),
+		Now: due, Touched: maps.Clone(w.touched), Arrived: maps.Clone(w.arrived), Deferred: true,
+	}, true)
 	switch {
 	case err != nil:
 		w.log.Debug("burst's pass not prepared: it runs when the debounce ends", "err", err)
@@ -811,12 +793,27 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 			w.prepT.Reset(prepareRetry)
 		}
 	case w.eng.HasPrepared():
-		w.notePassTook(time.Since(t0))
-		w.log.Debug("burst's pass prepared for the end of its debounce", "touched", len(w.touched), "took", time.Since(t0).String())
+		w.notePassTook(took)
+		w.log.Debug("burst's pass prepared for the end of its debounce", "touched", len(w.touched), "took", took.String())
 	}
 	for _, ev := range held {
 		w.onEvent(ev)
 	}
+}
+
+// prepareAhead has the engine prepare p ahead of its time (a burst's pass,
+// or a grace window's), called off by an event that matters
+// (untilEvent), and notes the events counted so far: one after them makes
+// the prepared pass stale (fire). It returns the events read meanwhile,
+// for the caller to handle once it is done, and how long it took.
+func (w *watcher) prepareAhead(ctx context.Context, p engine.Pass, burst bool) (held []fsnotify.Event, took time.Duration, again bool, err error) {
+	t0 := time.Now()
+	w.prepared = w.events
+	held = w.untilEvent(ctx, func(ctx context.Context) { again, err = w.eng.Prepare(ctx, p) })
+	if w.afterPrepare != nil {
+		w.afterPrepare(burst)
+	}
+	return held, time.Since(t0), again, err
 }
 
 // gitBusy reports whether git is in the middle of an operation or of
