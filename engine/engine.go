@@ -229,6 +229,11 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	rep.Warnings = append(rep.Warnings, warn...)
 	if p.Deferred {
 		e.settle.stale = true
+		if e.replaced.Held() >= maxReplaced {
+			// A watcher never idle long enough to Settle: the files its
+			// passes replaced are not kept without bound.
+			e.replaced.Release()
+		}
 	} else {
 		e.warm.Forget()
 	}
@@ -326,6 +331,11 @@ func (e *Engine) arrivals(arrived map[string]bool) map[string]bool {
 	}
 	return out
 }
+
+// maxReplaced is how many files replaced by Deferred passes the engine
+// keeps at most (heal.Replaced): each is a former log or manifest, up to
+// tens of megabytes.
+const maxReplaced = 4
 
 // passEnded notes how a pass (run, or committed as prepared) ended: a
 // failed one makes the next pass check every file; one that left no

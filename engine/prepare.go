@@ -34,6 +34,7 @@ type prepared struct {
 // error of the watcher: the pass runs as usual when it is due.
 func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 	e.DropPrepared()
+	e.replaced.Release() // ahead of the pass, off the path of its result
 	if !p.Deferred || p.Touched == nil || p.NoStatCache || e.failed || p.Now.IsZero() {
 		return false, nil
 	}

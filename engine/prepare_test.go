@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/fixture"
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
@@ -199,4 +201,73 @@ func (tw *twin) appendObservation(id string) string {
 		f.Close()
 	})
 	return "another tool appends an observation"
+}
+
+// The files Deferred passes replace are kept until Settle lets them go,
+// and never more than maxReplaced of them (a watcher never idle long
+// enough to settle); Close lets them go too.
+func TestReplacedBounded(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "repo")
+	if err := fixture.Generate(root, fixture.Spec{Observations: 60, Artifacts: 12, Entries: 4, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range m.Entries {
+		if e.AnchorID == "" {
+			files = append(files, e.Path)
+		}
+	}
+	kept := func() int {
+		n, _ := filepath.Glob(filepath.Join(root, ".memory", ".*"+manifest.TempInfix+"replaced-*"))
+		return len(n)
+	}
+	e := New(root, config.Default(), nil)
+	ctx := context.Background()
+	if _, err := e.Reconcile(ctx, Pass{Deferred: true}); err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := range 10 {
+		rel := files[i%len(files)]
+		if err := os.WriteFile(filepath.Join(root, rel), []byte(fmt.Sprintf("edit %d\n", i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.Reconcile(ctx, Pass{Deferred: true, Touched: map[string]bool{rel: true}})
+		if err != nil || rep.Edits != 1 {
+			t.Fatalf("pass %d: %+v %v", i, rep.Result, err)
+		}
+		most = max(most, kept())
+	}
+	if most == 0 || most > maxReplaced+1 {
+		t.Fatalf("at most %d replaced files kept at once, want 1..%d", most, maxReplaced+1)
+	}
+	for range 50 {
+		if _, again, err := e.Settle(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		} else if !again {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := kept(); n != 0 {
+		t.Fatalf("%d replaced files kept after Settle", n)
+	}
+	if _, err := e.Reconcile(ctx, Pass{Deferred: true, Touched: map[string]bool{files[0]: true}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, files[0]), []byte("edit again\n"), 0o644)
+	if _, err := e.Reconcile(ctx, Pass{Deferred: true, Touched: map[string]bool{files[0]: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if kept() == 0 {
+		t.Fatal("an edit's pass kept no replaced file")
+	}
+	e.Close()
+	if n := kept(); n != 0 {
+		t.Fatalf("%d replaced files kept after Close", n)
+	}
 }

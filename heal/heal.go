@@ -1578,6 +1578,9 @@ func (pr *pass) drop() {
 // concurrent use.
 type Replaced struct{ files []stagedFile }
 
+// Held is how many files r holds.
+func (r *Replaced) Held() int { return len(r.files) }
+
 // Release removes them.
 func (r *Replaced) Release() {
 	for _, f := range r.files {

@@ -19,12 +19,10 @@ import (
 )
 
 // Prepared is a pass read, planned and staged ahead of the moment it may
-// be recorded: the watcher prepares the pass that calls the artifacts of
-// a grace window deleted shortly before the window ends, so that when it
-// ends only the commit is left (renames, the feedback record). The pass
-// takes the caller's kept state (Options.Warm) as any pass does, and
-// leaves it forgotten until it is committed: a Prepared that is dropped
-// leaves the next pass to read every file.
+// be recorded: the watcher prepares a burst's pass while its debounce
+// runs, and the pass that calls the artifacts of a grace window deleted
+// shortly before the window ends, so that when the moment comes only the
+// commit is left (renames, the feedback record).
 //
 // Commit records it only if nothing it read can have changed: the memory
 // files and the touched artifacts have the stats they had when it read
