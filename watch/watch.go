@@ -565,8 +565,8 @@ const holdPoll = 500 * time.Millisecond
 // gathering events and the pass runs, with all of them, once the operation
 // has ended (looked at every holdPoll while it lasts; no cost otherwise).
 func (w *watcher) holdForGit() bool {
-	op := hooks.Operation(w.gitDir)
-	if op == "" && gitrepo.StampOf(w.gitDir).Writing(time.Now()) {
+	op, writing := w.gitActivity()
+	if writing {
 		// Git is writing the worktree (a checkout, a merge's files, a
 		// stash): the pass waits the few milliseconds that takes, as it
 		// would read half of it and write nothing (heal.ErrGitMoved).
@@ -773,7 +773,10 @@ func (w *watcher) absorbChanged() {
 // engine's kept state is untouched by a prepared pass until it is
 // committed, so a dropped one costs nothing but the work.
 func (w *watcher) prepareBurst(ctx context.Context) {
-	if !w.burstPreparable() || w.gitBusy() {
+	if !w.burstPreparable() {
+		return
+	}
+	if op, writing := w.gitActivity(); op != "" || writing {
 		return
 	}
 	due := w.burstDue()
@@ -816,11 +819,13 @@ func (w *watcher) prepareAhead(ctx context.Context, p engine.Pass, burst bool) (
 	return held, time.Since(t0), again, err
 }
 
-// gitBusy reports whether git is in the middle of an operation or of
-// writing the worktree: a burst's pass is not prepared then (fire holds
-// it, holdForGit).
-func (w *watcher) gitBusy() bool {
-	return hooks.Operation(w.gitDir) != "" || gitrepo.StampOf(w.gitDir).Writing(time.Now())
+// gitActivity says what git is doing in the worktree: the operation that
+// waits for the person (hooks.Operation, "" for none) and, with none,
+// whether git is writing the worktree now (gitrepo.Stamp.Writing). fire
+// holds its pass meanwhile (holdForGit), and no burst's pass is prepared.
+func (w *watcher) gitActivity() (op string, writing bool) {
+	op = hooks.Operation(w.gitDir)
+	return op, op == "" && gitrepo.StampOf(w.gitDir).Writing(time.Now())
 }
 
 // notePassTook folds a pass's (or a preparation's) duration into
