@@ -907,8 +907,7 @@ const encodeShare = 2000
 // returns the error of the first line in the log's order that cannot be
 // encoded.
 func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
-	var mu sync.Mutex
-	firstAt, first := len(lines), error(nil)
+	var first firstError
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			ln := lines[i]
@@ -917,17 +916,30 @@ func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
 			}
 			b, err := encodeLine(ln.obs, len(ln.Raw))
 			if err != nil {
-				mu.Lock()
-				if i < firstAt {
-					firstAt, first = i, err
-				}
-				mu.Unlock()
+				first.note(i, err)
 				return
 			}
 			fresh[i] = b
 		}
 	})
-	return first
+	return first.err
+}
+
+// firstError keeps, of the errors goroutines working on runs of lines
+// note, the one of the first line in order. The zero value holds none.
+type firstError struct {
+	mu  sync.Mutex
+	at  int
+	err error
+}
+
+// note records err, of line i, if it comes before the one held.
+func (f *firstError) note(i int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil || i < f.at {
+		f.at, f.err = i, err
+	}
 }
 
 // encodeLine encodes o, a line of about size bytes.
@@ -1019,8 +1031,7 @@ type patchedLine struct {
 // patch declines. The error is that of the first line in order that
 // cannot be encoded.
 func patchRuns(lines []*Line, fresh [][]byte, lo int, block []patchedLine, workers int) error {
-	var mu sync.Mutex
-	firstAt, first := len(lines), error(nil)
+	var first firstError
 	parallel.Ranges(len(lines), workers, func(a, b int) {
 		for i := a; i < b; i++ {
 			ln := lines[i]
@@ -1033,11 +1044,7 @@ func patchRuns(lines []*Line, fresh [][]byte, lo int, block []patchedLine, worke
 			case o != nil:
 				var err error
 				if out, err = encodeLine(o, len(ln.Raw)); err != nil {
-					mu.Lock()
-					if i < firstAt {
-						firstAt, first = i, err
-					}
-					mu.Unlock()
+					first.note(i, err)
 					return
 				}
 			default:
@@ -1046,7 +1053,7 @@ func patchRuns(lines []*Line, fresh [][]byte, lo int, block []patchedLine, worke
 			block[i] = patchedLine{b: out, declined: !ok}
 		}
 	})
-	return first
+	return first.err
 }
 
 // Settle makes every decoded, unchanged line compare with a copy of its
