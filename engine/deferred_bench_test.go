@@ -25,20 +25,7 @@ func BenchmarkDeferredDeletion(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("LEARNWATCH_BENCH_ARTIFACTS")); err == nil && v >= 10 {
 		n = v
 	}
-	root := filepath.Join(b.TempDir(), "repo")
-	if err := fixture.Generate(root, fixture.Spec{Observations: n + 200, Artifacts: n, Entries: 200, Seed: 1}); err != nil {
-		b.Fatal(err)
-	}
-	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var files []string
-	for _, e := range m.Entries {
-		if e.AnchorID == "" {
-			files = append(files, e.Path)
-		}
-	}
+	root, files := generated(b, fixture.Spec{Observations: n + 200, Artifacts: n, Entries: 200, Seed: 1})
 	if b.N > len(files) {
 		b.Fatalf("at most %d iterations", len(files))
 	}
@@ -84,4 +71,24 @@ func BenchmarkDeferredDeletion(b *testing.B) {
 	}
 	b.ReportMetric(p(0.5), "record-p50-ms")
 	b.ReportMetric(p(0.99), "record-p99-ms")
+}
+
+// generated is a fixture made to spec in a new directory, and the paths of
+// its whole-file artifacts (relative, the manifest's order).
+func generated(tb testing.TB, spec fixture.Spec) (root string, files []string) {
+	tb.Helper()
+	root = filepath.Join(tb.TempDir(), "repo")
+	if err := fixture.Generate(root, spec); err != nil {
+		tb.Fatal(err)
+	}
+	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, e := range m.Entries {
+		if e.AnchorID == "" {
+			files = append(files, e.Path)
+		}
+	}
+	return root, files
 }

@@ -56,23 +56,8 @@ func TestPreparedProperty(t *testing.T) {
 					prepared = !again && tw.kept.prepared != nil
 				}
 				rel := arts[rng.IntN(len(arts))]
-				before := contents(tw.a, arts)
 				var what string
-				switch op := rng.IntN(10); op {
-				case 0, 1, 2:
-					what = tw.personOp(op, rel, i, saved)
-				case 3:
-					what, branch = tw.checkoutOther(branch)
-				case 4:
-					what = tw.commitArtifacts(branch, i)
-				case 5:
-					// Another tool appends to the log: no event on an
-					// artifact, the log's stat changes.
-					what = tw.appendObservation(fmt.Sprintf("obs_x%02d", i))
-				default:
-					what = "nothing"
-				}
-				tw.noteTouched(arts, before)
+				what, branch = tw.change(rng.IntN(10), rel, i, arts, branch, saved, fmt.Sprintf("obs_x%02d", i))
 				r = tw.reconcile(fmt.Sprintf("step %d: %s (prepared %v, confirming %v)", i, what, prepared, tw.confirm))
 				deletions += r.Deletions
 				switch {
@@ -121,21 +106,10 @@ func TestPreparedChangeProperty(t *testing.T) {
 					// only the file's stat tells.
 					rel, op = touched[rng.IntN(len(touched))], 2
 				}
-				before := contents(tw.a, arts)
+				// Deletions twice as likely as restores and edits.
+				kind := [...]int{0, 1, 2, 0, 3, 4, 5, 6, 6}[op]
 				var what string
-				switch op {
-				case 0, 1, 2, 3:
-					what = tw.personOp(op%3, rel, i, saved)
-				case 4:
-					what, branch = tw.checkoutOther(branch)
-				case 5:
-					what = tw.commitArtifacts(branch, i)
-				case 6:
-					what = tw.appendObservation(fmt.Sprintf("obs_y%02d", i))
-				default:
-					what = "nothing"
-				}
-				tw.noteTouched(arts, before)
+				what, branch = tw.change(kind, rel, i, arts, branch, saved, fmt.Sprintf("obs_y%02d", i))
 				return what
 			}
 			for i := range 30 {
@@ -187,6 +161,31 @@ func TestPreparedChangeProperty(t *testing.T) {
 	t.Logf("committed %d prepared passes (%d with edits), dropped %d, changed %d after preparing; %d drops left the kept state", committed, committedEdits, dropped, late, warmAfterDrop)
 }
 
+// change does to both twins the change of kind k at step i — a person's
+// deletion, restore or edit of rel (personOp's 0, 1, 2), a checkout of
+// the other branch (3), a commit of the artifacts (4), another tool
+// appending observation id to the log (5: no event on an artifact, the
+// log's stat changes), or nothing — and notes the artifacts it touched.
+// It returns what it did and the branch checked out after it.
+func (tw *twin) change(k int, rel string, i int, arts []string, branch string, saved map[string][]byte, id string) (what, now string) {
+	before := contents(tw.a, arts)
+	now = branch
+	switch k {
+	case 0, 1, 2:
+		what = tw.personOp(k, rel, i, saved)
+	case 3:
+		what, now = tw.checkoutOther(branch)
+	case 4:
+		what = tw.commitArtifacts(branch, i)
+	case 5:
+		what = tw.appendObservation(id)
+	default:
+		what = "nothing"
+	}
+	tw.noteTouched(arts, before)
+	return what, now
+}
+
 // appendObservation appends a ready workflow observation id to both
 // twins' logs as another tool does (no event on an artifact, the log's
 // stat changes), and says so.
@@ -207,20 +206,7 @@ func (tw *twin) appendObservation(id string) string {
 // and never more than maxReplaced of them (a watcher never idle long
 // enough to settle); Close lets them go too.
 func TestReplacedBounded(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "repo")
-	if err := fixture.Generate(root, fixture.Spec{Observations: 60, Artifacts: 12, Entries: 4, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	m, _, err := manifest.ReadManifest(manifest.PathsFor(root).Manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, e := range m.Entries {
-		if e.AnchorID == "" {
-			files = append(files, e.Path)
-		}
-	}
+	root, files := generated(t, fixture.Spec{Observations: 60, Artifacts: 12, Entries: 4, Seed: 1})
 	kept := func() int {
 		n, _ := filepath.Glob(filepath.Join(root, ".memory", ".*"+manifest.TempInfix+"replaced-*"))
 		return len(n)
