@@ -32,17 +32,7 @@ func BenchmarkDeferredDeletion(b *testing.B) {
 	cfg := config.Default()
 	e := New(root, cfg, nil)
 	ctx := context.Background()
-	settle := func() {
-		for range 50 {
-			if _, again, err := e.Settle(ctx, time.Now()); err != nil {
-				b.Fatal(err)
-			} else if !again {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		b.Fatal("the engine did not settle")
-	}
+	settle := func() { settleFully(b, e) }
 	if _, err := e.Reconcile(ctx, Pass{Deferred: true}); err != nil {
 		b.Fatal(err)
 	}
@@ -91,4 +81,18 @@ func generated(tb testing.TB, spec fixture.Spec) (root string, files []string) {
 		}
 	}
 	return root, files
+}
+
+// settleFully runs e's Settle until it has nothing left to do.
+func settleFully(tb testing.TB, e *Engine) {
+	tb.Helper()
+	for range 50 {
+		if _, again, err := e.Settle(context.Background(), time.Now()); err != nil {
+			tb.Fatal(err)
+		} else if !again {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatal("the engine did not settle")
 }
