@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"os"
@@ -538,6 +539,13 @@ func (e *Engine) ProveWarm() bool {
 		return true
 	}
 	return e.warm.Prove(manifest.PathsFor(e.root)) || !e.warm.Valid()
+}
+
+// ManifestPaths returns the paths of the manifest the engine keeps from
+// its last pass, when the file on disk is still the one it wrote or read
+// (heal.Warm.ManifestPaths); false when the caller must read the file.
+func (e *Engine) ManifestPaths() (iter.Seq[string], bool) {
+	return e.warm.ManifestPaths(manifest.PathsFor(e.root))
 }
 
 // cacheWarning is the warning for a disposable cache (which: "stat",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"path/filepath"
@@ -76,6 +77,34 @@ func (w *Warm) Log() *manifest.Log {
 		return nil
 	}
 	return w.st.Log
+}
+
+// ManifestPaths returns the paths of the manifest w holds, when the
+// manifest file still has the stat w recorded (the watcher's watch set,
+// right after the pass that wrote it: no 14 MB read). The racy window is
+// not asked: a rewrite of the same size in the same tick would be another
+// writer's, whose event brings another pass and another look.
+func (w *Warm) ManifestPaths(p manifest.Paths) (iter.Seq[string], bool) {
+	if w == nil || !w.valid || w.st.Manifest == nil {
+		return nil, false
+	}
+	for _, f := range w.files {
+		if f.path != p.Manifest {
+			continue
+		}
+		if now, ok := statFile(f.path); !ok || now != f || f.absent {
+			return nil, false
+		}
+		entries := w.st.Manifest.Entries
+		return func(yield func(string) bool) {
+			for i := range entries {
+				if !yield(entries[i].Path) {
+					return
+				}
+			}
+		}, true
+	}
+	return nil, false
 }
 
 // warmPaths are the files a warm state stands for.

@@ -151,3 +151,37 @@ func TestRescopeWithNotesMatchesLookups(t *testing.T) {
 		}
 	}
 }
+
+// ManifestPaths hands out the paths of the manifest a warm state holds
+// while the file is the one it recorded, and nothing once another writer
+// replaced it or the state was dropped.
+func TestWarmManifestPaths(t *testing.T) {
+	root, w, _ := warmMemory(t)
+	p := manifest.PathsFor(root)
+	m, _, err := manifest.ReadManifest(p.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range m.Entries {
+		want = append(want, e.Path)
+	}
+	seq, ok := w.ManifestPaths(p)
+	if !ok {
+		t.Fatal("no paths from a warm state whose manifest is unchanged")
+	}
+	if got := slices.Collect(seq); len(want) != 2 || !slices.Equal(got, want) {
+		t.Fatalf("paths %v, want %v", got, want)
+	}
+	m.Entries = m.Entries[:1]
+	if err := manifest.WriteManifest(p.Manifest, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.ManifestPaths(p); ok {
+		t.Error("paths from a state whose manifest another writer replaced")
+	}
+	w.Forget()
+	if _, ok := w.ManifestPaths(p); ok {
+		t.Error("paths from a dropped state")
+	}
+}
