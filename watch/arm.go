@@ -3,6 +3,7 @@ package watch
 import (
 	"errors"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,109 +18,96 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
-// targets is what the watcher cares about: the directories to watch and the
-// files whose change calls for a reconcile.
-type targets struct {
-	valid bool
-	// dirs: every directory holding a watched file, the knowledge,
-	// commands and skills directories, and their ancestors up to the root
-	// (so that a removed and re-created directory is noticed).
-	dirs map[string]bool
-	// files: the log, the manifest, the knowledge files and every manifest
-	// path. Other files in watched directories are ignored.
-	files map[string]bool
-	// manifestFP is the manifest the set was computed from.
-	manifestFP fingerprint
-	// armed: a rearm armed every directory of this set, none refused by
-	// the limits. Until the set is computed again, only directory events
-	// (rearmUnder) and thorough re-arms change what is armed.
-	armed bool
-}
-
-// computeTargets reads the manifest and derives the watch set. Manifest
-// paths that resolve outside the root are never watched. Resolutions are
-// cached between calls (10,000 entries cost 10,000 lstats) until a watched
-// directory changes (dirty), since a directory may have been replaced by a
-// symlink.
-func (w *watcher) computeTargets() targets {
+// buildTargets derives the watch set from scratch: the fixed files and
+// directories, the manifest's paths, the directories a command may move to.
+// Manifest paths that resolve outside the root are never watched. cache
+// holds earlier resolutions still good (a manifest of 10,000 artifacts
+// costs 10,000 lstats to resolve); a refused one is resolved again.
+func (w *watcher) buildTargets(cache map[string]*target) targets {
 	p := w.paths
-	t := targets{valid: true, dirs: map[string]bool{}, files: map[string]bool{}}
+	t := newTargets(w.root)
 	t.manifestFP, _ = stat(p.Manifest)
 	for _, f := range []string{p.Log, p.Manifest, p.Decisions, p.Pitfalls} {
-		t.files[f] = true
+		t.files[f]++
 	}
 	res := manifest.NewResolver(w.root)
 	refused := 0
-	for _, d := range []string{p.Memory, inbox.Path(w.root), filepath.Dir(p.Decisions), p.Commands, p.Skills} {
+	for _, d := range w.fixedDirs() {
 		// .claude may be a symlink to somewhere else: never watch there.
 		if _, _, err := res.Resolve(w.rel(d)); err != nil {
 			refused++
 			continue
 		}
-		t.dirs[d] = true
+		t.wantDir(d)
 	}
-	paths, err := manifestPaths(p.Manifest)
-	if err != nil {
-		w.log.Debug("manifest unreadable; watching the fixed directories only", "err", err)
-	}
-	if w.resolved == nil {
-		w.resolved = map[string]string{}
-	}
-	seen := make(map[string]bool, len(paths))
-	for _, path := range paths {
-		path, _, _ = strings.Cut(path, "#")
-		seen[path] = true
-		abs, ok := w.resolved[path]
-		if !ok {
-			abs, _, err = res.Resolve(path)
-			if err != nil {
-				abs = ""
-			}
-			w.resolved[path] = abs
+	refused += t.refresh(w.readManifestPaths(), func(path string) string {
+		if c := cache[path]; c != nil && c.abs != "" {
+			return c.abs
 		}
-		if abs == "" {
-			refused++
-			continue
-		}
-		t.files[abs] = true
-		t.dirs[filepath.Dir(abs)] = true
-	}
+		return resolveIn(res, path)
+	})
 	for d := range w.moveDirs {
-		t.dirs[d] = true
-	}
-	for path := range w.resolved {
-		if !seen[path] {
-			delete(w.resolved, path)
-		}
+		t.wantDir(d)
 	}
 	if refused > 0 {
 		w.log.Debug("paths outside the root are not watched", "refused", refused)
 	}
-	base := make([]string, 0, len(t.dirs))
-	for d := range t.dirs {
-		base = append(base, d)
-	}
-	for _, d := range base {
-		for a := filepath.Dir(d); a != d && w.inside(a) && !t.dirs[a]; d, a = a, filepath.Dir(a) {
-			t.dirs[a] = true
-		}
-	}
+	t.takeChanges() // all new: a full rearm arms them
 	return t
 }
 
-// manifestPaths returns the path of every manifest entry (the manifest of
-// 10,000 artifacts is re-read after every reconcile that changed it: the
-// manifest codec's byte scan, not encoding/json).
-func manifestPaths(path string) ([]string, error) {
-	m, _, err := manifest.ReadManifest(path)
+// fixedDirs are the directories watched whatever the manifest holds.
+func (w *watcher) fixedDirs() []string {
+	p := w.paths
+	return []string{p.Memory, inbox.Path(w.root), filepath.Dir(p.Decisions), p.Commands, p.Skills}
+}
+
+// resolveIn resolves a manifest path to the file it names, "" when it is
+// refused (outside the root, through a symlink).
+func resolveIn(res *manifest.Resolver, path string) string {
+	abs, _, err := res.Resolve(path)
 	if err != nil {
-		return nil, err
+		return ""
 	}
-	out := make([]string, 0, len(m.Entries))
-	for _, e := range m.Entries {
-		out = append(out, e.Path)
+	return abs
+}
+
+// refreshTargets brings the manifest paths in line with the manifest on
+// disk, changing only what its paths changed. After the watcher's own
+// pass the engine still holds that manifest (no 14 MB read at 50,000
+// artifacts); after another writer's, the file is read.
+func (w *watcher) refreshTargets() {
+	t := &w.targets
+	t.manifestFP, _ = stat(w.paths.Manifest)
+	paths, ok := iter.Seq[string](nil), false
+	if w.eng != nil {
+		paths, ok = w.eng.ManifestPaths()
 	}
-	return out, nil
+	if !ok {
+		paths = w.readManifestPaths()
+	}
+	res := manifest.NewResolver(w.root)
+	if refused := t.refresh(paths, func(path string) string { return resolveIn(res, path) }); refused > 0 {
+		w.log.Debug("paths outside the root are not watched", "refused", refused)
+	}
+}
+
+// readManifestPaths reads the path of every manifest entry (the manifest
+// codec's byte scan, not encoding/json): none when the manifest is missing
+// or unreadable, and then the fixed directories only are watched.
+func (w *watcher) readManifestPaths() iter.Seq[string] {
+	m, _, err := manifest.ReadManifest(w.paths.Manifest)
+	if err != nil {
+		w.log.Debug("manifest unreadable; watching the fixed directories only", "err", err)
+		return func(func(string) bool) {}
+	}
+	return func(yield func(string) bool) {
+		for i := range m.Entries {
+			if !yield(m.Entries[i].Path) {
+				return
+			}
+		}
+	}
 }
 
 // rearm makes the armed watches match the targets: it adds missing
@@ -137,19 +125,25 @@ func (w *watcher) rearm(recompute, thorough bool) {
 		w.moveDirs = w.moveDirsUnder(filepath.Dir(w.paths.Commands), nil)
 		w.targets.valid = false
 	}
-	if !w.targets.valid || recompute && w.manifestChanged() {
-		w.targets = w.computeTargets()
+	switch {
+	case !w.targets.valid:
+		w.targets = w.buildTargets(w.targets.paths)
+	case recompute && w.manifestChanged():
+		w.refreshTargets()
 	}
 	if w.fsw == nil {
 		w.state.Watches = 0
 		return
 	}
 	if w.targets.armed && !thorough {
-		// Armed for this set already: listing and sorting 25,000
-		// directories after every pass at 50,000 artifacts kept the
-		// watcher from its next timer for 70–90 ms.
+		// Armed for this set already: only what grew into it or shrank
+		// out of it since. Listing and sorting 25,000 directories after
+		// every pass at 50,000 artifacts kept the watcher from its next
+		// timer for 70–90 ms.
+		w.armChanges()
 		return
 	}
+	w.targets.takeChanges()
 	listed := map[string]bool{}
 	for _, p := range w.fsw.WatchList() {
 		listed[p] = true
@@ -160,11 +154,28 @@ func (w *watcher) rearm(recompute, thorough bool) {
 	}
 	w.arm(dirs, listed, thorough)
 	for d := range w.armed {
-		if !w.targets.dirs[d] {
+		if w.targets.dirs[d] == 0 {
 			_ = w.fsw.Remove(d)
 			delete(w.armed, d)
 		}
 	}
+	w.targets.armed = w.limitErr == nil
+}
+
+// armChanges arms the directories that grew into the watch set and drops
+// the watches of those that shrank out of it.
+func (w *watcher) armChanges() {
+	grown, shrunk := w.targets.takeChanges()
+	for _, d := range shrunk {
+		if _, ok := w.armed[d]; ok {
+			_ = w.fsw.Remove(d)
+			delete(w.armed, d)
+		}
+	}
+	if len(grown) > 0 {
+		w.arm(grown, nil, false)
+	}
+	w.state.Watches = len(w.armed)
 	w.targets.armed = w.limitErr == nil
 }
 
@@ -185,26 +196,35 @@ func (w *watcher) rearmUnder(dir string) {
 	w.arm(dirs, nil, true)
 }
 
-// invalidate forgets the cached resolution of every manifest path at or
-// below a directory that changed (and every refused one), so the next
-// computeTargets re-checks them for symlinks.
+// invalidate resolves again every manifest path at or below a directory
+// that changed (and every refused one): the directory may have been
+// replaced by a symlink. When a fixed directory (or one above it) changed,
+// the whole set is rebuilt at the next rearm, with the other resolutions
+// kept.
 func (w *watcher) invalidate(changed map[string]bool) {
-	for path, abs := range w.resolved {
-		if abs == "" {
-			delete(w.resolved, path)
-			continue
-		}
-		for d := filepath.Dir(abs); w.inside(d); d = filepath.Dir(d) {
-			if changed[d] {
-				delete(w.resolved, path)
-				break
-			}
-			if d == w.root {
+	if len(changed) == 0 {
+		return
+	}
+	t := &w.targets
+	under := t.underAny(changed)
+	if t.valid {
+		for _, d := range w.fixedDirs() {
+			if under(d) {
+				t.valid = false
 				break
 			}
 		}
 	}
-	w.targets.valid = false
+	if t.valid {
+		res := manifest.NewResolver(w.root)
+		t.reresolve(changed, func(path string) string { return resolveIn(res, path) })
+		return
+	}
+	for path, tg := range t.paths {
+		if tg.abs == "" || under(tg.abs) {
+			delete(t.paths, path)
+		}
+	}
 }
 
 // arm checks each directory and (re-)adds its watch when needed. listed is
@@ -309,7 +329,7 @@ func (w *watcher) onEvent(ev fsnotify.Event) {
 		return
 	}
 	w.events++
-	if w.targets.dirs[name] {
+	if w.targets.dirs[name] > 0 {
 		// A watched directory (or one on the way to it) appeared,
 		// disappeared or moved: re-arm at once so files created in a new
 		// directory are seen, and reconcile.
@@ -428,12 +448,15 @@ func (w *watcher) noteMoveDir(ev fsnotify.Event, name string) {
 		}
 		w.moveDirs[d] = true
 		if w.targets.valid {
-			w.targets.dirs[d] = true
+			w.targets.wantDir(d)
 		}
 		dirs = append(dirs, d)
 	}
 	if w.fsw != nil {
 		w.arm(dirs, nil, false)
+		for _, d := range dirs {
+			delete(w.targets.grown, d) // armed already
+		}
 	}
 }
 
@@ -449,13 +472,13 @@ func (w *watcher) matters(ev fsnotify.Event) bool {
 	switch {
 	case ignoredName(filepath.Base(name)):
 		return false
-	case w.targets.dirs[name]:
+	case w.targets.dirs[name] > 0:
 		return ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
 	case inbox.IsItem(w.root, name):
 		// An item appears by rename; the drain's own removals call for
 		// nothing.
 		return ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) && fileExists(name)
-	case !w.targets.files[name], ev.Op == fsnotify.Chmod:
+	case w.targets.files[name] == 0, ev.Op == fsnotify.Chmod:
 		// Attributes only: the content reconcile compares is unchanged.
 		return false
 	}

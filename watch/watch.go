@@ -104,8 +104,7 @@ type watcher struct {
 	inject chan error // tests push errors through the Errors path
 
 	targets  targets
-	changed  map[string]bool   // watched directories that changed since the last full re-arm
-	resolved map[string]string // manifest path → absolute path ("" refused)
+	changed  map[string]bool // watched directories that changed since the last full re-arm
 	armed    map[string]fileID
 	limitErr error // the last inotify limit error, nil when all watches are armed
 	own      map[string]fingerprint
@@ -589,23 +588,6 @@ func (w *watcher) holdForGit() bool {
 	return true
 }
 
-// underChanged reports whether f is below a directory of the burst that
-// appeared, disappeared or moved.
-func (w *watcher) underChanged(f string) bool {
-	if len(w.changed) == 0 {
-		return false
-	}
-	for d := filepath.Dir(f); w.inside(d); d = filepath.Dir(d) {
-		if w.changed[d] {
-			return true
-		}
-		if d == w.root {
-			break
-		}
-	}
-	return false
-}
-
 // settleDelay is how long after a pass the watcher lets the engine do
 // what the pass deferred (the staleness pass, the stat cache write, the
 // proof of the state the next pass takes), when no burst is pending.
@@ -755,8 +737,9 @@ func (w *watcher) absorbChanged() {
 	if w.touched == nil {
 		w.touched = map[string]bool{}
 	}
+	under := w.targets.underAny(w.changed)
 	for f := range w.targets.files {
-		if w.underChanged(f) {
+		if under(f) {
 			w.touched[w.rel(f)] = true
 		}
 	}
@@ -961,7 +944,7 @@ func (w *watcher) onError(err error) {
 		w.state.Counters.Errors++
 		w.log.Warn("watch error; full reconcile and re-arm", "err", err)
 	}
-	w.targets.valid, w.resolved = false, nil
+	w.targets = targets{} // rebuilt, every path resolved again
 	w.rearm(true, true)
 	w.thorough = true
 	w.markPending(reason, true)

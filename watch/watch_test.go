@@ -593,7 +593,7 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWatcher(root, Options{})
-	tg := w.computeTargets()
+	tg := w.buildTargets(nil)
 	for d := range tg.dirs {
 		if !w.inside(d) || strings.HasPrefix(d, filepath.Join(root, "link")) {
 			t.Errorf("watches %s", d)
@@ -601,11 +601,11 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 	}
 	for _, want := range []string{root, filepath.Join(root, ".claude"), p.Commands, p.Skills, filepath.Dir(abs(root, skillRel(0))),
 		p.Memory, filepath.Join(p.Memory, "inbox"), filepath.Dir(p.Decisions)} {
-		if !tg.dirs[want] {
+		if tg.dirs[want] == 0 {
 			t.Errorf("does not watch %s", want)
 		}
 	}
-	if !tg.files[abs(root, cmdRel(0))] || !tg.files[p.Log] || !tg.files[p.Decisions] {
+	if tg.files[abs(root, cmdRel(0))] == 0 || tg.files[p.Log] == 0 || tg.files[p.Decisions] == 0 {
 		t.Errorf("files: %v", tg.files)
 	}
 	if len(tg.dirs) != 9 { // root .claude commands self-learning skills s0 .memory inbox knowledge
@@ -622,7 +622,7 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	w2 := newWatcher(root2, Options{})
-	for d := range w2.computeTargets().dirs {
+	for d := range w2.buildTargets(nil).dirs {
 		if strings.HasPrefix(d, filepath.Join(root2, ".claude")) {
 			t.Errorf("watches %s through a symlink out of the root", d)
 		}
@@ -651,11 +651,11 @@ func TestTargetsRefuseOutsideRoot(t *testing.T) {
 	}
 	w.targets = tg
 	w.noteMoveDir(fsnotify.Event{Name: filepath.Join(cmds, "linked"), Op: fsnotify.Create}, filepath.Join(cmds, "linked"))
-	if w.moveDirs[filepath.Join(cmds, "linked")] || tg.dirs[filepath.Join(cmds, "linked")] {
+	if w.moveDirs[filepath.Join(cmds, "linked")] || tg.dirs[filepath.Join(cmds, "linked")] > 0 {
 		t.Errorf("a symlink that arrived below the commands is watched")
 	}
 	w.noteMoveDir(fsnotify.Event{Name: filepath.Join(cmds, "ops"), Op: fsnotify.Create}, filepath.Join(cmds, "ops"))
-	if !w.moveDirs[filepath.Join(cmds, "ops", "deep")] || !tg.dirs[filepath.Join(cmds, "ops", "deep")] {
+	if !w.moveDirs[filepath.Join(cmds, "ops", "deep")] || tg.dirs[filepath.Join(cmds, "ops", "deep")] == 0 {
 		t.Errorf("a directory that arrived with another in it: %v", w.moveDirs)
 	}
 }
@@ -787,7 +787,8 @@ func TestSettleGivesWayToAnEvent(t *testing.T) {
 	p := manifest.PathsFor(root)
 	w := newWatcher(root, Options{})
 	w.fsw = fsw
-	w.targets = targets{valid: true, dirs: map[string]bool{}, files: map[string]bool{p.Log: true}}
+	w.targets = newTargets(root)
+	w.targets.files[p.Log] = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := w.cancelOnEvent(cancel)
