@@ -28,9 +28,10 @@ type prepared struct {
 // prepared pass works on a copy of the engine's kept state: dropped, it
 // leaves the next pass as it found it.
 //
-// It reports again when the memory files or the touched artifacts were
-// written too recently to vouch for them until the commit, or the kept
-// state to be proved (try a little later). A failed preparation is not an
+// It reports again when the memory files were written too recently to
+// vouch for them until the commit, or the kept state to be proved (try a
+// little later). A touched artifact written that recently is no reason:
+// the commit compares its content (heal.Prepared). A failed preparation is not an
 // error of the watcher: the pass runs as usual when it is due.
 func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 	e.DropPrepared()

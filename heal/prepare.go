@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"maps"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/learnwatch/learnwatch/inbox"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Prepared is a pass read, planned and staged ahead of the moment it may
@@ -26,7 +28,8 @@ import (
 //
 // Commit records it only if nothing it read can have changed: the memory
 // files and the touched artifacts have the stats they had when it read
-// them (and were not written within the racy window before), git has not
+// them (the memory files not written within the racy window before; a
+// touched artifact that was has its content compared too), git has not
 // moved, and the artifacts it calls deleted are still missing. The caller
 // vouches for the rest — no event on an artifact since the pass began
 // (the watcher's events). A Prepared that cannot be committed is dropped
@@ -43,14 +46,20 @@ type Prepared struct {
 	// while its debounce runs) stands only while they keep those stats,
 	// whatever the events say.
 	touched []warmFile
-	at      int64 // ns, when their stats were taken
-	done    bool
+	// racy holds, for the touched files written within the racy window
+	// before the pass (an edit the watcher prepares for right after its
+	// event), the sum of their content then: their stats cannot vouch
+	// for them, so the commit reads them again and compares.
+	racy map[string]uint64
+	seed maphash.Seed
+	at   int64 // ns, when their stats were taken
+	done bool
 }
 
-// ErrNotPrepared is what Prepare returns when the memory files or the
-// touched artifacts were written too recently for their stats to vouch
-// for them until the commit (the racy window), or the inbox drain wrote
-// the log: prepare again a little later.
+// ErrNotPrepared is what Prepare returns when the memory files were written
+// too recently for their stats to vouch for them until the commit (the
+// racy window), or the inbox drain wrote the log: prepare again a little
+// later.
 var ErrNotPrepared = errors.New("memory files written too recently to prepare a pass")
 
 // Prepare reads, plans and stages the pass opts describes as Reconcile
@@ -82,7 +91,9 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 	if err != nil {
 		return nil, err
 	}
-	if racy(touched, at) {
+	seed := maphash.MakeSeed()
+	racySums, ok := sumRacy(touched, at, seed)
+	if !ok {
 		return nil, ErrNotPrepared
 	}
 	opts.Known = nil
@@ -114,7 +125,28 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 		dropPass(pr)
 		return nil, err
 	}
-	return &Prepared{pr: pr, files: files, touched: touched, at: at}, nil
+	return &Prepared{pr: pr, files: files, touched: touched, racy: racySums, seed: seed, at: at}, nil
+}
+
+// sumRacy sums the content of the touched files written within the racy
+// window before at (a pass prepared right after an edit's event): the
+// commit compares them again (Prepared.racy). ok is false when one cannot
+// be read.
+func sumRacy(touched []warmFile, at int64, seed maphash.Seed) (sums map[string]uint64, ok bool) {
+	for _, f := range touched {
+		if !racy([]warmFile{f}, at) {
+			continue
+		}
+		b, err := safefs.ReadFile(f.path, safefs.MaxKnowledge)
+		if err != nil {
+			return nil, false
+		}
+		if sums == nil {
+			sums = map[string]uint64{}
+		}
+		sums[f.path] = maphash.Bytes(seed, b)
+	}
+	return sums, true
 }
 
 // statTouched stats the touched files (relative paths) for Prepare: an
@@ -180,6 +212,13 @@ func (x *Prepared) holds() bool {
 	}
 	if touched, err := statTouched(pr.root, pr.opts.Touched); err != nil || !slices.Equal(x.touched, touched) {
 		return false
+	}
+	for path, sum := range x.racy {
+		// The same stat may hide a rewrite within its tick: the content
+		// must be what it was before the pass read it.
+		if b, err := safefs.ReadFile(path, safefs.MaxKnowledge); err != nil || maphash.Bytes(x.seed, b) != sum {
+			return false
+		}
 	}
 	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
 		return false

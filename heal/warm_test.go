@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -183,5 +184,55 @@ func TestWarmManifestPaths(t *testing.T) {
 	w.Forget()
 	if _, ok := w.ManifestPaths(p); ok {
 		t.Error("paths from a dropped state")
+	}
+}
+
+// A pass prepared right after an artifact was edited (its stat within the
+// racy window, where a rewrite of the same size keeps it) is committed
+// only when the artifact still holds what it held before the pass read it.
+func TestPreparedRacyTouched(t *testing.T) {
+	for _, rewrite := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unchanged", true: "rewritten within the tick"}[rewrite], func(t *testing.T) {
+			root, _, opts := warmMemory(t)
+			p := manifest.PathsFor(root)
+			m, _, err := manifest.ReadManifest(p.Manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := m.Entries[0].Path
+			path := filepath.Join(root, filepath.FromSlash(rel))
+			time.Sleep(racyWindow + 10*time.Millisecond) // the memory files settled
+			if err := os.WriteFile(path, []byte("# edited by a person\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts.Touched = map[string]bool{rel: true}
+			opts.Now = testNow.Add(time.Minute)
+			x, err := Prepare(context.Background(), root, opts)
+			if err != nil || x == nil {
+				t.Fatalf("not prepared right after the edit: %v", err)
+			}
+			if rewrite {
+				// Same size, other bytes, and as if within the tick of
+				// the stat the pass took.
+				if err := os.WriteFile(path, []byte("# EDITED BY A PERSON\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range x.touched {
+					if f.path == path {
+						x.touched[i].stat, _ = statcache.Lstat(path)
+					}
+				}
+			}
+			res, ok, err := x.Commit(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok == rewrite {
+				t.Fatalf("committed %v, want %v", ok, !rewrite)
+			}
+			if ok && res.Edits != 1 {
+				t.Fatalf("committed with %d edits, want 1", res.Edits)
+			}
+		})
 	}
 }
