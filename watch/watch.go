@@ -708,14 +708,20 @@ func (w *watcher) prepare(ctx context.Context) {
 }
 
 // prepareRetry is how long the watcher waits to prepare again after the
-// memory files were found written too recently.
-const prepareRetry = 60 * time.Millisecond
+// memory files were found written too recently (the last pass's, within
+// the 50 ms racy window: an edit right after a pass). A refusal costs a
+// stat or two; waiting 60 ms had a 50,000-artifact preparation start
+// too late for its debounce.
+const prepareRetry = 20 * time.Millisecond
 
 // burstQuiet is how long after a burst's last event the watcher prepares
-// its pass at the earliest: a touched file written within the racy
-// window (heal) cannot be vouched for by its stat, and an editor's save
-// is over by then.
-const burstQuiet = 60 * time.Millisecond
+// its pass at the earliest: an editor's save (a temporary file written,
+// renamed over the old) is over by then. A touched file written within
+// the racy window has its content compared at the commit (heal.Prepared),
+// so the preparation need not wait for its stat to settle: it had 140 ms
+// of a 200 ms debounce when it waited 60 ms, which a 50,000-artifact pass
+// (100–180 ms, most of it the sync of a 14 MB manifest) often overran.
+const burstQuiet = 15 * time.Millisecond
 
 // burstPreparable reports whether the pending burst's pass may be prepared
 // ahead of its time: a burst of events (none lost, not polling), its pass
