@@ -65,28 +65,27 @@ func (t *targets) inside(p string) bool {
 }
 
 // wantDir counts one want for d and each of its ancestors up to the root.
-func (t *targets) wantDir(d string) {
-	for {
-		t.dirs[d]++
-		if t.dirs[d] == 1 {
-			t.grown[d] = true
-			delete(t.shrunk, d)
-		}
-		up := filepath.Dir(d)
-		if up == d || !t.inside(up) {
-			return
-		}
-		d = up
-	}
-}
+func (t *targets) wantDir(d string) { t.countDir(d, 1) }
 
 // unwantDir takes back a want wantDir counted.
-func (t *targets) unwantDir(d string) {
+func (t *targets) unwantDir(d string) { t.countDir(d, -1) }
+
+// countDir adds delta to the wants of d and of each ancestor up to the
+// root, noting the directories that enter the set or leave it.
+func (t *targets) countDir(d string, delta int) {
 	for {
-		if n := t.dirs[d]; n > 1 {
-			t.dirs[d] = n - 1
-		} else if n == 1 {
+		was := t.dirs[d]
+		now := max(was+delta, 0)
+		if now == 0 {
 			delete(t.dirs, d)
+		} else {
+			t.dirs[d] = now
+		}
+		switch {
+		case was == 0 && now > 0:
+			t.grown[d] = true
+			delete(t.shrunk, d)
+		case was > 0 && now == 0:
 			t.shrunk[d] = true
 			delete(t.grown, d)
 		}

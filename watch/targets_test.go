@@ -198,14 +198,7 @@ func targetsProperty(t *testing.T, seed uint64) {
 			t.Fatalf("step %d (%s): %d paths, want %d", step, what, len(w.targets.paths), len(want.paths))
 		}
 		// Armed: every wanted directory that exists, and nothing else.
-		var wantArmed []string
-		for d := range want.dirs {
-			if _, ok := dirID(d); ok {
-				wantArmed = append(wantArmed, d)
-			}
-		}
-		slices.Sort(wantArmed)
-		if got := slices.Sorted(maps.Keys(w.armed)); !slices.Equal(got, wantArmed) {
+		if got, wantArmed := slices.Sorted(maps.Keys(w.armed)), existing(want.dirs); !slices.Equal(got, wantArmed) {
 			t.Fatalf("step %d (%s): armed\n got %v\nwant %v", step, what, got, wantArmed)
 		}
 	}
@@ -280,14 +273,7 @@ func TestTargetsFollowPasses(t *testing.T) {
 			if !maps.Equal(w.targets.dirs, want.dirs) || !maps.Equal(w.targets.files, want.files) {
 				mismatches = append(mismatches, fmt.Sprintf("watch set\n got %v %v\nwant %v %v", w.targets.dirs, w.targets.files, want.dirs, want.files))
 			}
-			var wantArmed []string
-			for d := range want.dirs {
-				if _, ok := dirID(d); ok {
-					wantArmed = append(wantArmed, d)
-				}
-			}
-			slices.Sort(wantArmed)
-			if got := slices.Sorted(maps.Keys(w.armed)); !slices.Equal(got, wantArmed) {
+			if got, wantArmed := slices.Sorted(maps.Keys(w.armed)), existing(want.dirs); !slices.Equal(got, wantArmed) {
 				mismatches = append(mismatches, fmt.Sprintf("armed\n got %v\nwant %v", got, wantArmed))
 			}
 		}
@@ -328,4 +314,17 @@ func TestTargetsFollowPasses(t *testing.T) {
 	if kept == 0 {
 		t.Error("no pass left its manifest's paths to the watch set")
 	}
+}
+
+// existing returns the directories of dirs that exist, sorted: those a
+// watcher with that watch set has armed.
+func existing(dirs map[string]int) []string {
+	var out []string
+	for d := range dirs {
+		if _, ok := dirID(d); ok {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
