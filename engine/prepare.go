@@ -31,8 +31,8 @@ type prepared struct {
 // It reports again when the memory files were written too recently to
 // vouch for them until the commit, or the kept state to be proved (try a
 // little later). A touched artifact written that recently is no reason:
-// the commit compares its content (heal.Prepared). A failed preparation is not an
-// error of the watcher: the pass runs as usual when it is due.
+// the commit compares its content (heal.Prepared). A failed preparation
+// is not an error of the watcher: the pass runs as usual when it is due.
 func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 	e.DropPrepared()
 	e.replaced.Release() // ahead of the pass, off the path of its result
