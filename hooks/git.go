@@ -19,14 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/scaffold"
 )
 
@@ -79,10 +77,15 @@ type Status struct {
 	Hooks []Hook `json:"hooks"`
 	// Drivers is the state of learnwatch's merge drivers (mergedriver.go).
 	Drivers *DriverState `json:"merge_drivers,omitempty"`
-	// Unignored are the .gitignore patterns of the files learnwatch keeps
-	// local to a checkout (scaffold.LocalState: the watcher's pid and
-	// state, the locks, the stamps) that the root's .gitignore does not
-	// cover: `git add -A` would commit them. `learnwatch init` adds them.
+	// Excluded are the patterns of the files learnwatch keeps local to a
+	// checkout (scaffold.LocalState: the watcher's pid and state, the
+	// locks, the stamps) that Install appended to the repository's
+	// info/exclude, since neither it nor the root's .gitignore covered
+	// them: `git add -A` would have committed them.
+	Excluded []string `json:"excluded,omitempty"`
+	// Unignored are those patterns that still are not covered (the
+	// ignore files could not be judged or written). `learnwatch init`
+	// adds them to .gitignore.
 	Unignored []string `json:"unignored,omitempty"`
 }
 
@@ -252,18 +255,26 @@ func Install(root string, opts Options) (Status, error) {
 	}
 	ds, err := InstallMergeDrivers(root, opts.Binary)
 	st.Drivers = &ds
+	excluded, xerr := exclude(root)
+	st.Excluded = excluded
 	st.Unignored = unignored(root)
-	return st, err
+	return st, errors.Join(err, xerr)
 }
 
-// unignored returns the local-state patterns root's .gitignore does not
-// cover (a .gitignore that cannot be read covers none).
+// unignored returns the local-state patterns neither root's .gitignore nor
+// the repository's info/exclude covers: no advice when the .gitignore
+// cannot be judged (a link, too large), the .gitignore's alone when
+// info/exclude cannot.
 func unignored(root string) []string {
-	b, err := safefs.ReadFile(filepath.Join(root, ".gitignore"), safefs.MaxState)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil // not ours to judge (a link, too large): no advice
+	gi, ok := readIgnore(filepath.Join(root, ".gitignore"))
+	if !ok {
+		return nil
 	}
-	return scaffold.MissingIgnoreLines(b)
+	var ex []byte
+	if path, err := excludePath(root); err == nil {
+		ex, _ = readIgnore(path)
+	}
+	return scaffold.MissingIgnoreLines(append(append(gi, '\n'), ex...))
 }
 
 func installOne(dir, name string, script []byte) (Hook, error) {

@@ -171,6 +171,9 @@ func printHooksStatus(w io.Writer, st hooksStatus) {
 		if d := st.Git.Drivers; d != nil {
 			printDrivers(w, st.verb, *d)
 		}
+		if x := st.Git.Excluded; len(x) > 0 {
+			fmt.Fprintf(w, "added to .git/info/exclude (local to this checkout; git add -A would have committed them): %s\n", strings.Join(x, " "))
+		}
 		if u := st.Git.Unignored; len(u) > 0 {
 			fmt.Fprintf(w, "not in .gitignore, though local to this checkout (git add -A would commit them): %s\n  learnwatch init appends them to .gitignore\n", strings.Join(u, " "))
 		}
