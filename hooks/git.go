@@ -2,7 +2,9 @@
 // (pre-commit, post-checkout, post-merge, post-rewrite) in the repository's
 // hooks directory with chaining of hooks it did not write; the git merge
 // drivers for the memory files (config and .gitattributes lines, see
-// mergedriver.go); its entries in the agent's .claude/settings.json
+// mergedriver.go); the .git/info/exclude lines that keep the files local to
+// a checkout out of commits (exclude.go); its entries in the agent's
+// .claude/settings.json
 // (SessionStart and Stop); the parsing of the agent's hook input on stdin;
 // the citation scan that counts ADR-NNN/PF-NNN mentions in a session
 // transcript into .memory/.knowledge-usage.json; and the git state the
