@@ -27,7 +27,7 @@ func (w *watcher) buildTargets(cache map[string]*target) targets {
 	p := w.paths
 	t := newTargets(w.root)
 	t.manifestFP, _ = stat(p.Manifest)
-	for _, f := range []string{p.Log, p.Manifest, p.Decisions, p.Pitfalls} {
+	for _, f := range w.fixedFiles() {
 		t.files[f]++
 	}
 	res := manifest.NewResolver(w.root)
@@ -54,6 +54,12 @@ func (w *watcher) buildTargets(cache map[string]*target) targets {
 	}
 	t.takeChanges() // all new: a full rearm arms them
 	return t
+}
+
+// fixedFiles are the files watched whatever the manifest holds.
+func (w *watcher) fixedFiles() []string {
+	p := w.paths
+	return []string{p.Log, p.Manifest, p.Decisions, p.Pitfalls}
 }
 
 // fixedDirs are the directories watched whatever the manifest holds.
@@ -200,13 +206,19 @@ func (w *watcher) rearmUnder(dir string) {
 // that changed (and every refused one): the directory may have been
 // replaced by a symlink. When a fixed directory (or one above it) changed,
 // the whole set is rebuilt at the next rearm, with the other resolutions
-// kept.
-func (w *watcher) invalidate(changed map[string]bool) {
+// kept. It returns the watched files that were below a changed directory
+// (one walk over the paths: a burst's pass touches them, absorbChanged).
+func (w *watcher) invalidate(changed map[string]bool) (below []string) {
 	if len(changed) == 0 {
-		return
+		return nil
 	}
 	t := &w.targets
 	under := t.underAny(changed)
+	for _, f := range w.fixedFiles() {
+		if t.files[f] > 0 && under(f) {
+			below = append(below, f)
+		}
+	}
 	if t.valid {
 		for _, d := range w.fixedDirs() {
 			if under(d) {
@@ -217,14 +229,18 @@ func (w *watcher) invalidate(changed map[string]bool) {
 	}
 	if t.valid {
 		res := manifest.NewResolver(w.root)
-		t.reresolve(changed, func(path string) string { return resolveIn(res, path) })
-		return
+		return append(below, t.reresolve(under, func(path string) string { return resolveIn(res, path) })...)
 	}
 	for path, tg := range t.paths {
-		if tg.abs == "" || under(tg.abs) {
+		switch {
+		case tg.abs == "":
+			delete(t.paths, path)
+		case under(tg.abs):
+			below = append(below, tg.abs)
 			delete(t.paths, path)
 		}
 	}
+	return below
 }
 
 // arm checks each directory and (re-)adds its watch when needed. listed is

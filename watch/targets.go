@@ -144,13 +144,16 @@ func (t *targets) refresh(paths iter.Seq[string], resolve func(string) string) (
 }
 
 // reresolve resolves again every path refused and every path whose file is
-// below a directory that changed (it may have been replaced by a
-// symlink), and watches where it resolves now.
-func (t *targets) reresolve(changed map[string]bool, resolve func(string) string) {
-	under := t.underAny(changed)
+// below a directory that changed (under: it may have been replaced by a
+// symlink), and watches where it resolves now. It returns the files that
+// were below one.
+func (t *targets) reresolve(under func(string) bool, resolve func(string) string) (below []string) {
 	for p, tg := range t.paths {
-		if tg.abs != "" && !under(tg.abs) {
-			continue
+		if tg.abs != "" {
+			if !under(tg.abs) {
+				continue
+			}
+			below = append(below, tg.abs)
 		}
 		abs := resolve(p)
 		if abs == tg.abs {
@@ -163,6 +166,7 @@ func (t *targets) reresolve(changed map[string]bool, resolve func(string) string
 			t.addFile(abs)
 		}
 	}
+	return below
 }
 
 // takeChanges returns the directories that grew into the set and those

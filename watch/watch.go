@@ -743,13 +743,9 @@ func (w *watcher) absorbChanged() {
 	if w.touched == nil {
 		w.touched = map[string]bool{}
 	}
-	under := w.targets.underAny(w.changed)
-	for f := range w.targets.files {
-		if under(f) {
-			w.touched[w.rel(f)] = true
-		}
+	for _, f := range w.invalidate(w.changed) {
+		w.touched[w.rel(f)] = true
 	}
-	w.invalidate(w.changed)
 	w.changed = nil
 	w.rearm(true, false)
 }
