@@ -27,7 +27,6 @@ import (
 	"strings"
 
 	"github.com/learnwatch/learnwatch/manifest"
-	"github.com/learnwatch/learnwatch/scaffold"
 )
 
 // GitHooks are the git hooks learnwatch installs, in order.
@@ -257,26 +256,9 @@ func Install(root string, opts Options) (Status, error) {
 	}
 	ds, err := InstallMergeDrivers(root, opts.Binary)
 	st.Drivers = &ds
-	excluded, xerr := exclude(root)
-	st.Excluded = excluded
-	st.Unignored = unignored(root)
+	excluded, unignored, xerr := exclude(root)
+	st.Excluded, st.Unignored = excluded, unignored
 	return st, errors.Join(err, xerr)
-}
-
-// unignored returns the local-state patterns neither root's .gitignore nor
-// the repository's info/exclude covers: no advice when the .gitignore
-// cannot be judged (a link, too large), the .gitignore's alone when
-// info/exclude cannot.
-func unignored(root string) []string {
-	gi, ok := readIgnore(filepath.Join(root, ".gitignore"))
-	if !ok {
-		return nil
-	}
-	var ex []byte
-	if path, err := excludePath(root); err == nil {
-		ex, _ = readIgnore(path)
-	}
-	return scaffold.MissingIgnoreLines(append(append(gi, '\n'), ex...))
 }
 
 func installOne(dir, name string, script []byte) (Hook, error) {
