@@ -61,7 +61,9 @@ func newTargets(root string) targets {
 }
 
 func (t *targets) inside(p string) bool {
-	return p == t.root || strings.HasPrefix(p, t.root+string(filepath.Separator))
+	// Compared in place: a path built per call (root+"/") allocated on
+	// every event and every refresh.
+	return strings.HasPrefix(p, t.root) && (len(p) == len(t.root) || p[len(t.root)] == filepath.Separator)
 }
 
 // wantDir counts one want for d and each of its ancestors up to the root.

@@ -207,6 +207,30 @@ func targetsProperty(t *testing.T, seed uint64) {
 // underAny answers as the plain definition does — the path is a changed
 // directory or below one — whether it compares prefixes (a few changed)
 // or remembers directories (many).
+func TestTargetsInside(t *testing.T) {
+	tg := newTargets("/repo/work")
+	for p, want := range map[string]bool{
+		"/repo/work":           true,
+		"/repo/work/a":         true,
+		"/repo/work/.claude/x": true,
+		"/repo/workshop":       false,
+		"/repo/work2/a":        false,
+		"/repo":                false,
+		"/repo/wor":            false,
+		"":                     false,
+		"/other/repo/work":     false,
+	} {
+		if got := tg.inside(p); got != want {
+			t.Errorf("inside(%q) = %v, want %v", p, got, want)
+		}
+	}
+	long := newTargets("/home/someone/projects/a-repository-with-a-long-name")
+	file := long.root + "/.claude/commands/deploy.md"
+	if n := testing.AllocsPerRun(100, func() { long.inside(file) }); n != 0 {
+		t.Errorf("inside allocates %v times per call", n)
+	}
+}
+
 func TestUnderAny(t *testing.T) {
 	root := "/r"
 	tg := newTargets(root)
