@@ -224,6 +224,15 @@ func textKey(kind, dir string, texts ...string) [32]byte {
 	return k
 }
 
+// expectUsed makes room for n more extractions used by this run: a scan
+// looks up every line's, and a map grown one insert at a time rehashed
+// its entries over and over.
+func (s *cacheState) expectUsed(n int) {
+	if s.extUsed == nil {
+		s.extUsed = make(map[[32]byte][]Ref, n)
+	}
+}
+
 // extract returns the references of the texts from the cache, or computes
 // them with f and remembers them.
 func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {

@@ -120,22 +120,30 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		var pending []pendingText
 		pendingAt := map[[32]byte]int{}
 		var dups [][2]int // {pending, entry}: more lines with a pending text
-		for _, ln := range log.Lines {
-			if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
+		// A line whose texts are still what its bytes say is looked up by
+		// the values of its details and evidence as written, and never
+		// decoded: most lines are not (a decode, and the change check at
+		// the write, per line cost more than the extraction they look
+		// up). The key is the same whether or not a pass decoded the
+		// line. Keys are summed on every core first: hashing every
+		// line's texts was most of a warm pass's scan.
+		raws := rawKeys(log.Lines, c.cache.extOld)
+		c.cache.expectUsed(len(raws))
+		for i, ln := range log.Lines {
+			if !scanned(ln) {
 				continue
 			}
-			// A line whose texts are still what its bytes say is looked
-			// up by the values of its details and evidence as written,
-			// and never decoded: most lines are not (a decode, and the
-			// change check at the write, per line cost more than the
-			// extraction they look up). The key is the same whether or
-			// not a pass decoded the line.
-			if d, e, ok := ln.RawTexts(); ok {
-				k := rawTextKey(d, e)
-				refs, hit := c.cached(k)
+			if r := &raws[i]; r.ok {
+				k := r.key
+				refs, hit := r.refs, r.hit
+				if hit {
+					c.cache.extUsed[k] = refs
+				} else {
+					refs, hit = c.cache.extUsed[k] // a text an earlier line had
+				}
 				if !hit {
-					if i, seen := pendingAt[k]; seen {
-						dups = append(dups, [2]int{i, len(entries)})
+					if at, seen := pendingAt[k]; seen {
+						dups = append(dups, [2]int{at, len(entries)})
 					} else {
 						pendingAt[k] = len(pending)
 						if len(pending) == cap(pending) {
@@ -144,6 +152,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 							// copied 68 MB of them growing it.
 							pending = slices.Grow(pending, max(cap(pending), 256))
 						}
+						d, e, _ := ln.RawTexts() // as rawKeys found them
 						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
 					}
 				}
@@ -303,18 +312,6 @@ func (c *Checker) sections(path string, src []byte) []markdown.Section {
 	return markdown.Sections(src)
 }
 
-// cached returns the references the cache holds for k (recording their
-// use, as extract does), or false.
-func (c *Checker) cached(k [32]byte) ([]Ref, bool) {
-	if refs, ok := c.cache.extUsed[k]; ok {
-		return refs, true
-	}
-	if _, ok := c.cache.extOld[k]; !ok {
-		return nil, false
-	}
-	return c.extract(k, nil), true
-}
-
 // pendingText is an observation's texts the extraction cache did not
 // answer: the JSON values as its line holds them, and the first entry of
 // the scan that waits for their references.
@@ -344,6 +341,46 @@ func extractTexts(pending []pendingText, opts Options) {
 		}
 	})
 }
+
+// scanned reports whether the scan checks a log line: parsed, valid and
+// not deprecated.
+func scanned(ln *manifest.Line) bool {
+	return ln.Parsed() && ln.Invalid == nil && ln.Status() != manifest.Deprecated
+}
+
+// rawKey is the key (rawTextKey) of a scanned line's texts as written,
+// ok when they are what its bytes say (manifest.Line.RawTexts), and the
+// references the cache file held for them (hit). Kept per line for the
+// length of a scan: 64 bytes.
+type rawKey struct {
+	key     [32]byte
+	refs    []Ref
+	ok, hit bool
+}
+
+// rawKeys returns the rawKey of every scanned line of lines, by index,
+// summed and looked up in old (the extractions the cache file held, only
+// read here) on every core when there are enough.
+func rawKeys(lines []*manifest.Line, old map[[32]byte][]Ref) []rawKey {
+	out := make([]rawKey, len(lines))
+	parallel.Ranges(len(lines), parallel.Workers(len(lines), keyShare), func(lo, hi int) {
+		for i, ln := range lines[lo:hi] {
+			if !scanned(ln) {
+				continue
+			}
+			if d, e, ok := ln.RawTexts(); ok {
+				k := rawTextKey(d, e)
+				refs, hit := old[k]
+				out[lo+i] = rawKey{key: k, refs: refs, ok: true, hit: hit}
+			}
+		}
+	})
+	return out
+}
+
+// keyShare is how many lines make another goroutine summing their keys
+// worth starting.
+const keyShare = 1024
 
 // extractShare is how many texts make another extraction goroutine worth
 // starting.
