@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Values a generated line draws from: escapes, HTML characters, control
@@ -1157,6 +1159,29 @@ func TestMarksChangedAfterTheirWrite(t *testing.T) {
 			}
 			if got := back.Lines[0].Marks(); got != then {
 				t.Errorf("then %+v, %s between: the file holds %+v: %s", then, between, got, back.Lines[0].Raw)
+			}
+		}
+	}
+}
+
+// internJSON gives what decoding the value and interning it gives, and
+// the package's constant itself for a known type or status, escaped or
+// not.
+func TestInternJSON(t *testing.T) {
+	for _, v := range []string{
+		`"workflow"`, `"procedural"`, `"decision"`, `"pitfall"`,
+		`"created"`, `"deprecated"`, `"ready"`, `"observing"`,
+		`"\u0077orkflow"`, `"work\/flow"`, `"workflow "`, `"Workflow"`, `""`,
+		`"custom"`, "\"caf\xc3\xa9\"", "\"bad\xff\"", `"\ud800"`,
+	} {
+		want := intern(jsonString([]byte(v)))
+		got := internJSON([]byte(v))
+		if got != want {
+			t.Errorf("internJSON(%s) = %q, want %q", v, got, want)
+		}
+		for _, c := range slices.Concat(Types, Statuses) {
+			if got == c && unsafe.StringData(got) != unsafe.StringData(c) {
+				t.Errorf("internJSON(%s) is a copy of %q, not the constant", v, c)
 			}
 		}
 	}

@@ -484,9 +484,9 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			case kID:
 				f.id = jsonString(v)
 			case kType:
-				f.typ = intern(jsonString(v))
+				f.typ = internJSON(v)
 			case kStatus:
-				f.status = intern(jsonString(v))
+				f.status = internJSON(v)
 			case kArtifactPath:
 				f.artifact = jsonString(v)
 			case kStaleReason:
@@ -545,6 +545,24 @@ func jsonString(v []byte) string {
 	var s string
 	_ = json.Unmarshal(v, &s)
 	return s
+}
+
+// internJSON is intern(jsonString(v)) without making a string for a
+// known type or status written plainly (every line has both).
+func internJSON(v []byte) string {
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		for _, c := range Types {
+			if string(inner) == c {
+				return c
+			}
+		}
+		for _, c := range Statuses {
+			if string(inner) == c {
+				return c
+			}
+		}
+	}
+	return intern(jsonString(v))
 }
 
 // intern returns the constant for a known type or status, so that 100k
