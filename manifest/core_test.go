@@ -174,6 +174,15 @@ func TestResolve(t *testing.T) {
 			t.Errorf("Resolve(%q) = %q, %v; want %q", tc.p, rel, err, tc.rel)
 		}
 	}
+	// A relative root: the components are checked below it all the same.
+	t.Chdir(root)
+	r := NewResolver(".")
+	for p, want := range map[string]string{"in/a.md": "in/a.md", "inside/x/y.md": "inside/x/y.md", "out/f.md": "", "inside/file-out.md": "", "dangling": ""} {
+		_, rel, err := r.Resolve(p)
+		if want == "" && (err == nil || !IsRefused(err)) || want != "" && (err != nil || rel != want) {
+			t.Errorf("relative root: Resolve(%q) = %q, %v; want %q", p, rel, err, want)
+		}
+	}
 }
 
 // logSeeds are real-looking learning logs, byte-exact round trip material.

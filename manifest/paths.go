@@ -139,7 +139,7 @@ func (r *Resolver) ResolveEntry(p string) (abs, rel string, foreign bool, err er
 		return "", "", false, &RefusedError{Path: p, Reason: "outside the repository root"}
 	}
 	abs = filepath.Join(r.root, rl)
-	if err := r.checkSymlinks(rl); err != nil {
+	if err := r.checkSymlinks(abs, rl); err != nil {
 		return "", "", false, &RefusedError{Path: p, Reason: err.Error()}
 	}
 	return abs, filepath.ToSlash(rl), foreign, nil
@@ -156,13 +156,25 @@ func Within(root, path string) (string, bool) {
 
 // checkSymlinks walks each existing component of rel below the root and
 // refuses any symlink whose target leaves the root. Directories found safe
-// are remembered.
-func (r *Resolver) checkSymlinks(rel string) error {
-	parts := strings.Split(rel, string(filepath.Separator))
-	cur := r.root
-	for i, part := range parts {
-		cur = filepath.Join(cur, part)
-		last := i == len(parts)-1
+// are remembered. abs is the root joined with rel, which is clean
+// (Within): the path of each component is a prefix of it, taken in place
+// (joining the parts one by one cleaned and copied every prefix).
+func (r *Resolver) checkSymlinks(abs, rel string) error {
+	at := len(abs) - len(rel)
+	if at < 1 || abs[at:] != rel || abs[at-1] != filepath.Separator {
+		// Not the root's join (a relative root "." joins to rel alone):
+		// the components are spelt below the root as given.
+		abs, at = r.root+string(filepath.Separator)+rel, len(r.root)+1
+	}
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], filepath.Separator)
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
+		}
+		cur, last := abs[:at+end], end == len(rel)
+		start = end + 1
 		if !last && r.safe(cur) {
 			continue
 		}
