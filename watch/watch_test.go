@@ -1173,3 +1173,35 @@ func TestArtifactRegisteredInAnExistingDirectory(t *testing.T) {
 	r.stop()
 	checkFiles(t, root)
 }
+
+// Giving memory back to the OS after Settle does not hold the loop: a
+// deletion made while it runs is penalised before it ends. It held the
+// loop 40–80 ms at 50,000 artifacts.
+func TestGiveBackDoesNotHoldTheLoop(t *testing.T) {
+	root := fixture(t, 3, 0)
+	freeing, release := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	r := start(t, root, Options{Debounce: debounce}, func(w *watcher) {
+		w.free = func() {
+			select {
+			case freeing <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+	})
+	defer once.Do(func() { close(release) })
+	select {
+	case <-freeing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the settled watcher never gave memory back")
+	}
+	if err := os.Remove(abs(root, cmdRel(0))); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(10*time.Second, "the deletion's penalty while memory is being given back", func() bool {
+		d, _ := r.sum()
+		return d == 1
+	})
+	once.Do(func() { close(release) })
+}
