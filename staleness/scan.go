@@ -125,47 +125,53 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		// decoded: most lines are not (a decode, and the change check at
 		// the write, per line cost more than the extraction they look
 		// up). The key is the same whether or not a pass decoded the
-		// line. Keys are summed on every core first: hashing every
-		// line's texts was most of a warm pass's scan.
-		raws := rawKeys(log.Lines, c.cache.extOld)
-		c.cache.expectUsed(len(raws))
-		for i, ln := range log.Lines {
-			if !scanned(ln) {
-				continue
-			}
-			if r := &raws[i]; r.ok {
-				k := r.key
-				refs, hit := r.refs, r.hit
-				if hit {
-					c.cache.extUsed[k] = refs
-				} else {
-					refs, hit = c.cache.extUsed[k] // a text an earlier line had
+		// line. Keys are summed on every core first, a batch of lines
+		// at a time: hashing every line's texts was most of a warm pass's
+		// scan, and the keys of a 100,000-line log held at once would be
+		// 6 MB more at a cold pass's peak.
+		c.cache.expectUsed(len(log.Lines))
+		raws := make([]rawKey, min(len(log.Lines), keyBatch))
+		for lo := 0; lo < len(log.Lines); lo += keyBatch {
+			batch := log.Lines[lo:min(lo+keyBatch, len(log.Lines))]
+			rawKeys(raws[:len(batch)], batch, c.cache.extOld)
+			for i, ln := range batch {
+				if !scanned(ln) {
+					continue
 				}
-				if !hit {
-					if at, seen := pendingAt[k]; seen {
-						dups = append(dups, [2]int{at, len(entries)})
+				if r := &raws[i]; r.ok {
+					k := r.key
+					refs, hit := r.refs, r.hit
+					if hit {
+						c.cache.extUsed[k] = refs
 					} else {
-						pendingAt[k] = len(pending)
-						if len(pending) == cap(pending) {
-							// Doubled, not grown by a quarter as append grows
-							// a large slice: a cold pass at 100k observations
-							// copied 68 MB of them growing it.
-							pending = slices.Grow(pending, max(cap(pending), 256))
-						}
-						d, e, _ := ln.RawTexts() // as rawKeys found them
-						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
+						refs, hit = c.cache.extUsed[k] // a text an earlier line had
 					}
+					if !hit {
+						if at, seen := pendingAt[k]; seen {
+							dups = append(dups, [2]int{at, len(entries)})
+						} else {
+							pendingAt[k] = len(pending)
+							if len(pending) == cap(pending) {
+								// Doubled, not grown by a quarter as append grows
+								// a large slice: a cold pass at 100k observations
+								// copied 68 MB of them growing it.
+								pending = slices.Grow(pending, max(cap(pending), 256))
+							}
+							d, e, _ := ln.RawTexts() // as rawKeys found them
+							pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
+						}
+					}
+					entries = append(entries, entry{id: ln.ID(), refs: refs})
+					continue
 				}
-				entries = append(entries, entry{id: ln.ID(), refs: refs})
-				continue
+				o := ln.Observation()
+				if o == nil {
+					continue
+				}
+				k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
+				refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
+				entries = append(entries, entry{id: o.ID, refs: refs})
 			}
-			o := ln.Observation()
-			if o == nil {
-				continue
-			}
-			k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
-			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
-			entries = append(entries, entry{id: o.ID, refs: refs})
 		}
 		extractTexts(pending, opts)
 		drop := false
@@ -358,13 +364,14 @@ type rawKey struct {
 	ok, hit bool
 }
 
-// rawKeys returns the rawKey of every scanned line of lines, by index,
-// summed and looked up in old (the extractions the cache file held, only
-// read here) on every core when there are enough.
-func rawKeys(lines []*manifest.Line, old map[[32]byte][]Ref) []rawKey {
-	out := make([]rawKey, len(lines))
+// rawKeys sets out[i] to the rawKey of lines[i] (the zero rawKey for a
+// line not scanned or not answered by its bytes), summed and looked up in
+// old (the extractions the cache file held, only read here) on every core
+// when there are enough.
+func rawKeys(out []rawKey, lines []*manifest.Line, old map[[32]byte][]Ref) {
 	parallel.Ranges(len(lines), parallel.Workers(len(lines), keyShare), func(lo, hi int) {
 		for i, ln := range lines[lo:hi] {
+			out[lo+i] = rawKey{}
 			if !scanned(ln) {
 				continue
 			}
@@ -375,12 +382,14 @@ func rawKeys(lines []*manifest.Line, old map[[32]byte][]Ref) []rawKey {
 			}
 		}
 	})
-	return out
 }
 
 // keyShare is how many lines make another goroutine summing their keys
-// worth starting.
-const keyShare = 1024
+// worth starting; keyBatch, how many lines' keys a scan holds at once.
+const (
+	keyShare = 1024
+	keyBatch = 8192
+)
 
 // extractShare is how many texts make another extraction goroutine worth
 // starting.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
 )
@@ -431,6 +432,75 @@ func TestScanSameTextsExtractedOnce(t *testing.T) {
 		}
 		if rep.Checked != base.Checked+n {
 			t.Errorf("%d observations: %d references checked, want %d", n, rep.Checked, base.Checked+n)
+		}
+	}
+}
+
+// A log longer than a batch of keys (keyBatch) is scanned line for line:
+// every line's findings its own whatever its batch, cold and from the
+// cache alike, with lines the scan skips (deprecated, invalid) and a text
+// repeated across batches.
+func TestScanAcrossKeyBatches(t *testing.T) {
+	r, _ := scanRepo(t)
+	cfg := config.Default().Staleness
+	n := 2*keyBatch + 37
+	var lines []string
+	for i := range n {
+		status, details := "created", fmt.Sprintf("text %d names src/gone%d.go", i, i)
+		switch {
+		case i%5 == 0:
+			details = "uses src/util.go" // the same text in every batch
+		case i%7 == 0:
+			status = "deprecated"
+		case i%11 == 0:
+			lines = append(lines, `{"id":"obs_bad`+fmt.Sprint(i)+`","type":`) // invalid
+			continue
+		case i%3 == 0:
+			details = fmt.Sprintf("step %d moved out of src/util.go", i) // a text of its own, stale
+		}
+		lines = append(lines, obsLine(fmt.Sprintf("obs_%d", i), status, details))
+	}
+	data := []byte(strings.Join(lines, "\n") + "\n")
+	// A line of the second batch a pass decoded and changed (its bytes
+	// no longer say its texts), where the first batch's line in its place
+	// is keyed from its bytes.
+	changed := keyBatch + 1
+	for changed%5 == 0 || changed%7 == 0 || changed%11 == 0 || changed%3 == 0 || (changed-keyBatch)%7 == 0 || (changed-keyBatch)%11 == 0 {
+		changed++
+	}
+	parse := func() *manifest.Log {
+		log := manifest.ParseLog(data)
+		log.Lines[changed].Observation().Details = "now moved out of src/util.go"
+		return log
+	}
+	cold, _ := cacheRun(t, r.dir, Auto, cfg, parse(), true)
+	warm, c := cacheRun(t, r.dir, Auto, cfg, parse(), false)
+	if c.cache.extNew {
+		t.Error("the warm scan extracted texts the cache held")
+	}
+	if warm != cold {
+		t.Error("the scan from the cache reports otherwise than the cold one")
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(cold), &rep); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range rep.Stale {
+		got[f.ID] = f.Ref
+	}
+	for i := range n {
+		// A path no commit ever had (src/goneN.go) is no finding.
+		id, want := fmt.Sprintf("obs_%d", i), ""
+		switch {
+		case i%5 == 0:
+			want = "src/util.go"
+		case i%7 == 0, i%11 == 0:
+		case i%3 == 0, i == changed:
+			want = "src/util.go"
+		}
+		if got[id] != want {
+			t.Fatalf("%s: finding for %q, want %q", id, got[id], want)
 		}
 	}
 }
