@@ -298,7 +298,7 @@ func TestStatCacheInvalidation(t *testing.T) {
 		{"cache file from another version", "", func(t *testing.T, root, rel string) {
 			p := cachedir.Path(root, statcache.FileName)
 			if b, err := os.ReadFile(p); err == nil { // the twin with a cache
-				other := bytes.Replace(b, []byte("learnwatch stat cache 2\n"), []byte("learnwatch stat cache 1\n"), 1)
+				other := bytes.Replace(b, fmt.Appendf(nil, "learnwatch stat cache %d\n", statcache.Version), []byte("learnwatch stat cache 1\n"), 1)
 				if bytes.Equal(other, b) {
 					t.Fatal("the cache file does not start with its version")
 				}
@@ -306,6 +306,24 @@ func TestStatCacheInvalidation(t *testing.T) {
 			}
 			rewriteSameSize(t, root, rel)
 		}, edited},
+		// A cached hash that is not the manifest's never vouches for a
+		// file: it is read (and the cache, written without an fsync, is
+		// refused by its checksum before that: codec.go).
+		{"a digit of a cached hash changed", "", func(t *testing.T, root, rel string) {
+			p := cachedir.Path(root, statcache.FileName)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return // the twin without a cache
+			}
+			content, _ := os.ReadFile(filepath.Join(root, rel))
+			i := bytes.Index(b, []byte(manifest.Hash(content)))
+			if i < 0 {
+				t.Fatal("the artifact's hash is not in the cache file")
+			}
+			i += len(manifest.Hash(content)) - 1
+			b[i] = "01"[b[i]&1^1] // another hex digit
+			os.WriteFile(p, b, 0o644)
+		}, func(r Report) bool { return r.Edits == 0 && r.Deletions == 0 }},
 		{"another tool rewrote the manifest", "", func(t *testing.T, root, rel string) {
 			p := manifest.PathsFor(root).Manifest
 			m, _, _ := manifest.ReadManifest(p)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 )
 
@@ -15,9 +16,14 @@ import (
 //	the entry count: uvarint
 //	per entry, by path: the path (uvarint length, bytes), size, mtime and
 //	ctime (varints), inode (uvarint), SHA and DJB2 (uvarint length, bytes)
+//	the CRC-32C (Castagnoli) of every byte before it: 4 bytes, little endian
 //
 // and nothing after. Anything else — another magic or version, a length
-// past the end, trailing bytes — is not a cache file (ignored, rebuilt).
+// past the end, trailing bytes, a checksum that does not match — is not a
+// cache file (ignored, rebuilt). The checksum is what lets the file be
+// written without an fsync (Cache.write): what a power cut may leave of it
+// (zeros, a block of the file before) fails it instead of being decoded
+// into entries nobody recorded.
 
 // magic starts a cache file of this Version.
 var magic = fmt.Sprintf("learnwatch stat cache %d\n", Version)
@@ -50,7 +56,24 @@ func encode(mode Mode, entries map[string]Entry) []byte {
 		b = appendString(b, e.SHA)
 		b = appendString(b, e.DJB2)
 	}
-	return b
+	return seal(b)
+}
+
+// castagnoli is the CRC-32C table (hardware-accelerated on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// seal appends the checksum of b.
+func seal(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// unsealed returns b without its checksum, false when it does not match.
+func unsealed(b []byte) ([]byte, bool) {
+	if len(b) < 4 {
+		return nil, false
+	}
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	return body, crc32.Checksum(body, castagnoli) == binary.LittleEndian.Uint32(sum)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -64,6 +87,10 @@ var errFormat = errors.New("not a stat cache file of this version")
 // than the input justifies.
 func decode(b []byte) (Mode, map[string]Entry, error) {
 	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		return "", nil, errFormat
+	}
+	b, ok := unsealed(b)
+	if !ok || len(b) < len(magic) {
 		return "", nil, errFormat
 	}
 	d := decoder{b: b[len(magic):]}
