@@ -134,7 +134,7 @@ func Prepare(ctx context.Context, root string, opts Options) (*Prepared, error) 
 // be read.
 func sumRacy(touched []warmFile, at int64, seed maphash.Seed) (sums map[string]uint64, ok bool) {
 	for _, f := range touched {
-		if !racy([]warmFile{f}, at) {
+		if !f.racy(at) {
 			continue
 		}
 		b, err := safefs.ReadFile(f.path, safefs.MaxKnowledge)

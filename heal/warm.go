@@ -360,10 +360,11 @@ func statFile(path string) (warmFile, bool) {
 // window before at, when the stats were taken: a rewrite of the same size
 // in the same clock tick would keep its stat.
 func racy(files []warmFile, at int64) bool {
-	for _, f := range files {
-		if !f.absent && f.stat.Mtime >= at-int64(racyWindow) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(files, func(f warmFile) bool { return f.racy(at) })
+}
+
+// racy reports whether f, present, was written within the racy window
+// before at.
+func (f warmFile) racy(at int64) bool {
+	return !f.absent && f.stat.Mtime >= at-int64(racyWindow)
 }
