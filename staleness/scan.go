@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -130,48 +131,40 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		// scan, and the keys of a 100,000-line log held at once would be
 		// 6 MB more at a cold pass's peak.
 		c.cache.expectUsed(len(log.Lines))
-		raws := make([]rawKey, min(len(log.Lines), keyBatch))
-		for lo := 0; lo < len(log.Lines); lo += keyBatch {
-			batch := log.Lines[lo:min(lo+keyBatch, len(log.Lines))]
-			rawKeys(raws[:len(batch)], batch, c.cache.extOld)
-			for i, ln := range batch {
-				if !scanned(ln) {
-					continue
+		for ln, r := range keyedLines(log.Lines, c.cache.extOld) {
+			if r.ok {
+				k := r.key
+				refs, hit := r.refs, r.hit
+				if hit {
+					c.cache.extUsed[k] = refs
+				} else {
+					refs, hit = c.cache.extUsed[k] // a text an earlier line had
 				}
-				if r := &raws[i]; r.ok {
-					k := r.key
-					refs, hit := r.refs, r.hit
-					if hit {
-						c.cache.extUsed[k] = refs
+				if !hit {
+					if at, seen := pendingAt[k]; seen {
+						dups = append(dups, [2]int{at, len(entries)})
 					} else {
-						refs, hit = c.cache.extUsed[k] // a text an earlier line had
-					}
-					if !hit {
-						if at, seen := pendingAt[k]; seen {
-							dups = append(dups, [2]int{at, len(entries)})
-						} else {
-							pendingAt[k] = len(pending)
-							if len(pending) == cap(pending) {
-								// Doubled, not grown by a quarter as append grows
-								// a large slice: a cold pass at 100k observations
-								// copied 68 MB of them growing it.
-								pending = slices.Grow(pending, max(cap(pending), 256))
-							}
-							d, e, _ := ln.RawTexts() // as rawKeys found them
-							pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
+						pendingAt[k] = len(pending)
+						if len(pending) == cap(pending) {
+							// Doubled, not grown by a quarter as append grows
+							// a large slice: a cold pass at 100k observations
+							// copied 68 MB of them growing it.
+							pending = slices.Grow(pending, max(cap(pending), 256))
 						}
+						d, e, _ := ln.RawTexts() // as keyedLines found them
+						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
 					}
-					entries = append(entries, entry{id: ln.ID(), refs: refs})
-					continue
 				}
-				o := ln.Observation()
-				if o == nil {
-					continue
-				}
-				k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
-				refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
-				entries = append(entries, entry{id: o.ID, refs: refs})
+				entries = append(entries, entry{id: ln.ID(), refs: refs})
+				continue
 			}
+			o := ln.Observation()
+			if o == nil {
+				continue
+			}
+			k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
+			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
+			entries = append(entries, entry{id: o.ID, refs: refs})
 		}
 		extractTexts(pending, opts)
 		drop := false
@@ -364,10 +357,28 @@ type rawKey struct {
 	ok, hit bool
 }
 
+// keyedLines yields the lines the scan checks (scanned), in order, each
+// with its rawKey: the keys of a batch of keyBatch lines are summed and
+// looked up in old (the extractions the cache file held, only read here)
+// on every core before its lines are yielded.
+func keyedLines(lines []*manifest.Line, old map[[32]byte][]Ref) iter.Seq2[*manifest.Line, rawKey] {
+	return func(yield func(*manifest.Line, rawKey) bool) {
+		raws := make([]rawKey, min(len(lines), keyBatch))
+		for lo := 0; lo < len(lines); lo += keyBatch {
+			batch := lines[lo:min(lo+keyBatch, len(lines))]
+			rawKeys(raws[:len(batch)], batch, old)
+			for i, ln := range batch {
+				if scanned(ln) && !yield(ln, raws[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // rawKeys sets out[i] to the rawKey of lines[i] (the zero rawKey for a
-// line not scanned or not answered by its bytes), summed and looked up in
-// old (the extractions the cache file held, only read here) on every core
-// when there are enough.
+// line not scanned or not answered by its bytes), its key summed and
+// looked up in old, on every core when there are enough.
 func rawKeys(out []rawKey, lines []*manifest.Line, old map[[32]byte][]Ref) {
 	parallel.Ranges(len(lines), parallel.Workers(len(lines), keyShare), func(lo, hi int) {
 		for i, ln := range lines[lo:hi] {
