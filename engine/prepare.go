@@ -35,7 +35,7 @@ type prepared struct {
 // is not an error of the watcher: the pass runs as usual when it is due.
 func (e *Engine) Prepare(ctx context.Context, p Pass) (again bool, err error) {
 	e.DropPrepared()
-	e.replaced.Release() // ahead of the pass, off the path of its result
+	e.replaced.ReleaseAside() // ahead of the pass, off the path of its result
 	if !p.Deferred || p.Touched == nil || p.NoStatCache || e.failed || p.Now.IsZero() {
 		return false, nil
 	}

@@ -3,9 +3,13 @@ package heal
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +82,66 @@ func TestWarmProve(t *testing.T) {
 			t.Fatal("a log with other bytes was proved")
 		}
 	})
+	// An edit's pass writes the manifest alone: the log proved before
+	// keeps its proof (its stat unchanged), and the manifest is proved by
+	// the sum of the bytes the pass wrote, which a rewrite of the same
+	// size within the tick of its stat fails.
+	for _, rewrite := range []bool{false, true} {
+		t.Run(map[bool]string{false: "an edit's pass proves the manifest alone", true: "an edit's manifest rewritten within the tick"}[rewrite], func(t *testing.T) {
+			root, w, opts := warmMemory(t)
+			p := manifest.PathsFor(root)
+			time.Sleep(racyWindow + 10*time.Millisecond)
+			if !w.Prove(p) {
+				t.Fatal("an unchanged state was not proved")
+			}
+			m, _, err := manifest.ReadManifest(p.Manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := m.Entries[0].Path
+			if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte("# edited by a person\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			logBefore, _ := statcache.Lstat(p.Log)
+			opts.Touched = map[string]bool{rel: true}
+			opts.Now = testNow.Add(time.Minute)
+			res, err := Reconcile(context.Background(), root, opts)
+			if err != nil || res.Edits != 1 {
+				t.Fatalf("edit pass: %d edits, %v", res.Edits, err)
+			}
+			if logNow, _ := statcache.Lstat(p.Log); logNow != logBefore {
+				t.Fatal("the edit's pass wrote the log: nothing left to carry a proof over")
+			}
+			for i, f := range w.files {
+				if want := f.path == p.Log; (f.path == p.Log || f.path == p.Manifest) && w.sure[i] != want {
+					t.Errorf("%s: needs no proof %v, want %v", filepath.Base(f.path), w.sure[i], want)
+				}
+			}
+			if _, ok := w.sums[p.Manifest]; !ok || w.proved {
+				t.Fatalf("after the edit's pass: sum of the manifest kept %v, proved %v", ok, w.proved)
+			}
+			if rewrite {
+				b, err := os.ReadFile(p.Manifest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = bytes.Replace(b, []byte("sha256:"), []byte("SHA256:"), 1)
+				if err := os.WriteFile(p.Manifest, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range w.files {
+					if f.path == p.Manifest {
+						w.files[i].stat, _ = statcache.Lstat(p.Manifest)
+					}
+				}
+				w.at = time.Now().UnixNano()
+			}
+			time.Sleep(racyWindow + 10*time.Millisecond)
+			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
+				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
+			}
+		})
+	}
 	t.Run("only a touched pass without events on the state's files takes it", func(t *testing.T) {
 		root, w, _ := warmMemory(t)
 		p := manifest.PathsFor(root)
@@ -234,5 +298,159 @@ func TestPreparedRacyTouched(t *testing.T) {
 				t.Fatalf("committed with %d edits, want 1", res.Edits)
 			}
 		})
+	}
+}
+
+// vouchByLookups is vouch as it was written first, a lookup of every
+// entry's path: the reference TestVouchMatchesLookups holds vouch to.
+func vouchByLookups(st *State) {
+	byRel := map[string][]manifest.Entry{}
+	for _, e := range st.Manifest.Entries {
+		if rel, ok := st.Rel[e.Path]; ok && len(st.Files[rel]) > 0 && !st.Verified[rel] {
+			byRel[rel] = append(byRel[rel], e)
+		}
+	}
+	for rel, es := range byRel {
+		b := st.Files[rel]
+		ce := statcache.Entry{SHA: manifest.Hash(b)}
+		ok := true
+		for _, e := range es {
+			if manifest.IsLegacyHash(e.ContentHash) && ce.DJB2 == "" {
+				ce.DJB2 = manifest.DJB2(b)
+			}
+			if e.AnchorID != "" || e.Deleted != nil || !manifest.Unchanged(e.ContentHash, b, b) || !statcache.Verifies(ce, e.ContentHash) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			st.Verified[rel], st.Files[rel], st.vouched[rel] = true, []byte{}, ce
+		}
+	}
+}
+
+// vouch, which finds the held files first, verifies exactly the files a
+// lookup of every entry's path verifies, with the same stat cache
+// entries: random states of a few to many held files among verified
+// ones, paths named twice (relative and absolute), paths resolving
+// nowhere, held files no entry names, entries whose hash does not match
+// (an edit), legacy hashes, anchors and deleted entries.
+func TestVouchMatchesLookups(t *testing.T) {
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		n := 1 + rng.IntN(60)
+		build := func() *State {
+			r := rand.New(rand.NewPCG(seed, 11))
+			st := &State{Manifest: &manifest.Manifest{}, Rel: map[string]string{}, Files: map[string][]byte{},
+				Verified: map[string]bool{}, vouched: map[string]statcache.Entry{}}
+			for i := range n {
+				rel := fmt.Sprintf(".claude/commands/c%d.md", r.IntN(n)) // some named twice
+				body := []byte(fmt.Sprintf("# c%d\n", i%7))
+				path := rel
+				if r.IntN(3) == 0 {
+					path = "/root/" + rel
+				}
+				e := manifest.Entry{ObservationID: fmt.Sprintf("obs_%d", i), Path: path, ContentHash: manifest.Hash(body)}
+				switch r.IntN(12) {
+				case 0:
+					e.ContentHash = manifest.DJB2(body)
+				case 1:
+					e.AnchorID = "ADR-001"
+				case 2:
+					e.Deleted = &manifest.Deletion{}
+				case 3:
+					e.ContentHash = manifest.Hash([]byte("edited"))
+				}
+				st.Manifest.Entries = append(st.Manifest.Entries, e)
+				if r.IntN(10) == 0 {
+					continue // never resolved
+				}
+				st.Rel[path] = rel
+				switch {
+				case st.Files[rel] != nil && r.IntN(2) == 0:
+					// read once, by another spelling
+				case r.IntN(n) < 3:
+					st.Files[rel] = body // held
+				case r.IntN(n) < 2:
+					st.Files[rel], st.Verified[rel] = body, true // verified, bytes held (a move onto it)
+				default:
+					st.Files[rel], st.Verified[rel] = []byte{}, true
+				}
+			}
+			for i := range r.IntN(3) {
+				st.Files[fmt.Sprintf("lone%d.md", i)] = []byte("x") // held, named by nothing
+			}
+			return st
+		}
+		want, got := build(), build()
+		vouchByLookups(want)
+		w := &Warm{st: *got} // the maps shared with got
+		w.vouch()
+		if !maps.Equal(got.Verified, want.Verified) || !maps.Equal(got.vouched, want.vouched) ||
+			!maps.EqualFunc(got.Files, want.Files, bytes.Equal) {
+			t.Fatalf("seed %d: verified %v, want %v", seed, got.Verified, want.Verified)
+		}
+	}
+}
+
+// BenchmarkVouch is the proof's vouch after a watcher's pass at 50,000
+// artifacts (absolute paths, as devflow writes them): one file held, the
+// rest verified. lookups is the first version, a lookup of every entry's
+// path (vouchByLookups).
+func BenchmarkVouch(b *testing.B) {
+	const n = 50000
+	st := &State{Manifest: &manifest.Manifest{}, Rel: map[string]string{}, Files: map[string][]byte{},
+		Verified: map[string]bool{}, vouched: map[string]statcache.Entry{}}
+	body := []byte("# edited\n")
+	for i := range n {
+		rel := fmt.Sprintf(".claude/commands/generated-command-%05d.md", i)
+		path := "/home/someone/src/project/" + rel
+		st.Manifest.Entries = append(st.Manifest.Entries, manifest.Entry{ObservationID: fmt.Sprintf("obs_%d", i), Path: path, ContentHash: manifest.Hash(body)})
+		st.Rel[path] = rel
+		st.Files[rel], st.Verified[rel] = []byte{}, true
+	}
+	held := ".claude/commands/generated-command-00042.md"
+	for _, bc := range []struct {
+		name  string
+		vouch func(*State)
+	}{{"new", func(st *State) { (&Warm{st: *st}).vouch() }}, {"lookups", vouchByLookups}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				st.Files[held], st.Verified[held] = body, false
+				bc.vouch(st)
+			}
+			if !st.Verified[held] {
+				b.Fatal("the held file was not verified")
+			}
+		})
+	}
+}
+
+// slowRelease is a replaced file whose release takes a while.
+type slowRelease struct{ released *atomic.Int32 }
+
+func (slowRelease) Commit() error { return nil }
+func (slowRelease) Abort()        {}
+func (s slowRelease) Release() {
+	time.Sleep(20 * time.Millisecond)
+	s.released.Add(1)
+}
+
+// ReleaseAside lets the replaced files go on another goroutine, and
+// Release, called after, returns only once they are gone (Close relies on
+// it: no replaced file outlives the watcher).
+func TestReplacedReleaseAside(t *testing.T) {
+	var released atomic.Int32
+	var r Replaced
+	r.files = []stagedFile{slowRelease{&released}, slowRelease{&released}}
+	t0 := time.Now()
+	r.ReleaseAside()
+	if d := time.Since(t0); d >= 20*time.Millisecond || r.Held() != 0 {
+		t.Fatalf("ReleaseAside waited %s and holds %d", d, r.Held())
+	}
+	r.files = []stagedFile{slowRelease{&released}}
+	r.Release()
+	if n := released.Load(); n != 3 {
+		t.Fatalf("%d files released when Release returned, want 3", n)
 	}
 }
