@@ -1468,6 +1468,7 @@ type pass struct {
 	manifestBytes []byte
 	manifestSum   string // journal.ManifestSum of manifestBytes, when taken ahead (Prepare)
 	manifestProof uint64 // proofSeed's sum of manifestBytes (Warm.sums), taken while staged
+	logProof      uint64 // and of the log's bytes, taken as they are written
 	usageBefore   int
 	gitDir        string
 	stamp         gitrepo.Stamp
@@ -1542,7 +1543,13 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	// the feedback record prepared; commitLocked commits them in the order
 	// a crash relies on: the record, the log, the manifest.
 	if st.Log.Changed() {
-		pr.logW = stage(func() (stagedFile, error) { return manifest.StageLog(p.Log, st.Log) })
+		pr.logW = stage(func() (stagedFile, error) {
+			var h maphash.Hash
+			h.SetSeed(proofSeed)
+			s, err := manifest.StageLogCopy(p.Log, st.Log, &h)
+			pr.logProof = h.Sum64()
+			return s, err
+		})
 	}
 	// The manifest is encoded once: its bytes are written, and their sum
 	// names the state the feedback record describes.
@@ -1683,11 +1690,15 @@ func (pr *pass) commitLocked(ctx context.Context) (Result, error) {
 		}
 	}
 	if cache != nil {
-		var sums map[string]uint64
+		// The files written are read back by Prove once the racy window
+		// is over: their sums are compared, the state is not encoded
+		// again.
+		sums := map[string]uint64{}
 		if pr.manifestW != nil && pr.manifestW.committed {
-			// Read back by Prove once the racy window is over: its sum
-			// is compared, the manifest is not encoded again.
-			sums = map[string]uint64{p.Manifest: pr.manifestProof}
+			sums[p.Manifest] = pr.manifestProof
+		}
+		if pr.logW != nil && pr.logW.committed {
+			sums[p.Log] = pr.logProof
 		}
 		opts.Warm.capture(st, p, pr.prev, sums)
 	}

@@ -43,9 +43,9 @@ type Warm struct {
 	files []warmFile
 	// sure[i] is set when files[i] needs no proof: absent, or proved
 	// before and not written since (its stat unchanged); sums holds the
-	// proofSeed sum of what the pass wrote to a file, when it had the
-	// bytes (the manifest): Prove compares the file's sum with it
-	// instead of encoding the state again.
+	// proofSeed sum of what the pass wrote to a file, taken as it was
+	// staged (the log, the manifest): Prove compares the file's sum with
+	// it instead of rendering the state again.
 	sure   []bool
 	sums   map[string]uint64
 	at     int64 // ns, when the stats were taken

@@ -142,6 +142,52 @@ func TestWarmProve(t *testing.T) {
 			}
 		})
 	}
+	// A deletion's pass writes the log and the manifest: both are proved
+	// by the sums of what it wrote, which a log rewritten with the same
+	// size within the tick of its stat fails.
+	for _, rewrite := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a deletion's pass proves both files by their sums", true: "a deletion's log rewritten within the tick"}[rewrite], func(t *testing.T) {
+			root, w, opts := warmMemory(t)
+			p := manifest.PathsFor(root)
+			m, _, err := manifest.ReadManifest(p.Manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(root, filepath.FromSlash(m.Entries[0].Path))); err != nil {
+				t.Fatal(err)
+			}
+			opts.Now = testNow.Add(time.Minute)
+			res, err := Reconcile(context.Background(), root, opts)
+			if err != nil || res.Deletions != 1 {
+				t.Fatalf("deletion pass: %d deletions, %v", res.Deletions, err)
+			}
+			_, logSum := w.sums[p.Log]
+			_, manifestSum := w.sums[p.Manifest]
+			if !logSum || !manifestSum || w.proved {
+				t.Fatalf("after the deletion's pass: sums of the log %v and the manifest %v, proved %v", logSum, manifestSum, w.proved)
+			}
+			if rewrite {
+				b, err := os.ReadFile(p.Log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = bytes.Replace(b, []byte(`"type"`), []byte(`"TYPE"`), 1)
+				if err := os.WriteFile(p.Log, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range w.files {
+					if f.path == p.Log {
+						w.files[i].stat, _ = statcache.Lstat(p.Log)
+					}
+				}
+				w.at = time.Now().UnixNano()
+			}
+			time.Sleep(racyWindow + 10*time.Millisecond)
+			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
+				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
+			}
+		})
+	}
 	t.Run("only a touched pass without events on the state's files takes it", func(t *testing.T) {
 		root, w, _ := warmMemory(t)
 		p := manifest.PathsFor(root)

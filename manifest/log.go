@@ -1118,13 +1118,21 @@ type LogStage struct {
 // StageLog writes l as WriteLog does, to a temporary file next to path. It
 // reads l only: it may run while the caller does other work that does not
 // touch l.
-func StageLog(path string, l *Log) (*LogStage, error) {
+func StageLog(path string, l *Log) (*LogStage, error) { return StageLogCopy(path, l, nil) }
+
+// StageLogCopy is StageLog, every byte written to the file also written
+// to also when it is not nil (a hash of what the file holds, taken as it
+// is written).
+func StageLogCopy(path string, l *Log, also io.Writer) (*LogStage, error) {
 	fresh, err := l.encodeChanged()
 	if err != nil {
 		return nil, err
 	}
 	s := &LogStage{l: l, fresh: fresh, declined: map[int][]byte{}}
 	s.file, err = stageFrom(path, 0o644, func(w io.Writer) error {
+		if also != nil {
+			w = io.MultiWriter(w, also)
+		}
 		var err error
 		s.newline, err = l.writeLines(w, fresh, s.declined)
 		return err

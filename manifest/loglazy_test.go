@@ -538,6 +538,20 @@ func TestWriteLogStreams(t *testing.T) {
 	if l.Changed() {
 		t.Error("changed after WriteLog")
 	}
+	// StageLogCopy hands every byte it writes to its copy as well.
+	l.Find("obs_g11").Pattern = "patched again"
+	var copied bytes.Buffer
+	s, err := StageLogCopy(path, l, &copied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	if got, _ = os.ReadFile(path); !bytes.Equal(copied.Bytes(), got) || !bytes.Contains(got, []byte("patched again")) {
+		t.Fatalf("the copy differs from the file written (%d / %d bytes)", copied.Len(), len(got))
+	}
 	l.Find("obs_g5").Confidence = math.NaN()
 	err = WriteLog(path, l)
 	if err == nil || !strings.Contains(err.Error(), "encode observation obs_g5") {
