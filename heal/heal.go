@@ -1945,14 +1945,25 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 		}
 		return res, fmt.Errorf("staleness pass called off: %w", context.Cause(ctx))
 	}
+	var sums map[string]uint64
 	if st.Log.Changed() {
-		if err := manifest.WriteLog(p.Log, st.Log); err != nil {
+		// Summed as it is written, for the proof of the state kept
+		// (Warm.sums), as a pass's staged log is.
+		var h maphash.Hash
+		h.SetSeed(proofSeed)
+		s, err := manifest.StageLogCopy(p.Log, st.Log, &h)
+		if err == nil {
+			err = s.Commit() // as manifest.WriteLog
+			s.Release()
+		}
+		if err != nil {
 			return res, err
 		}
+		sums = map[string]uint64{p.Log: h.Sum64()}
 		res.Wrote = append(res.Wrote, p.Log)
 	}
 	if lent {
-		opts.Warm.capture(st, p, prev, nil)
+		opts.Warm.capture(st, p, prev, sums)
 	}
 	return res, nil
 }

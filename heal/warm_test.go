@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -498,5 +499,60 @@ func TestReplacedReleaseAside(t *testing.T) {
 	r.Release()
 	if n := released.Load(); n != 3 {
 		t.Fatalf("%d files released when Release returned, want 3", n)
+	}
+}
+
+// The staleness pass the watcher runs when idle (StalePass) writes the
+// marks into the log of the state it was lent and keeps the sum of what
+// it wrote: the proof compares it, and a log rewritten with the same size
+// within the tick of its stat is refused.
+func TestStalePassKeepsTheLogsSum(t *testing.T) {
+	for _, rewrite := range []bool{false, true} {
+		t.Run(map[bool]string{false: "proved", true: "rewritten within the tick"}[rewrite], func(t *testing.T) {
+			root := t.TempDir()
+			putFile(t, root, ".memory/learning-log.jsonl",
+				readyObs("obs_a", manifest.Workflow, "Run the linter before pushing", "See scripts/lint.sh for the flags.")+
+					readyObs("obs_b", manifest.Workflow, "Regenerate the client after the schema", ""))
+			runRender(t, root)
+			w := &Warm{}
+			cfg := config.Default().Staleness
+			opts := Options{Now: testNow, LockTimeout: 10 * time.Second, Cache: statcache.Open(statcache.Default), Warm: w}
+			if _, err := Reconcile(context.Background(), root, opts); err != nil {
+				t.Fatal(err)
+			}
+			p := manifest.PathsFor(root)
+			time.Sleep(racyWindow + 10*time.Millisecond)
+			if !w.Prove(p) {
+				t.Fatal("an unchanged state was not proved")
+			}
+			opts.Staleness = &cfg
+			res, err := StalePass(context.Background(), root, opts)
+			if err != nil || res.Stale != 1 || !slices.Contains(res.Wrote, p.Log) {
+				t.Fatalf("staleness pass: %d stale, wrote %v, %v", res.Stale, res.Wrote, err)
+			}
+			if _, ok := w.sums[p.Log]; !ok || w.proved {
+				t.Fatalf("after the staleness pass: sum of the log kept %v, proved %v", ok, w.proved)
+			}
+			if rewrite {
+				b, err := os.ReadFile(p.Log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = bytes.Replace(b, []byte(`"type"`), []byte(`"TYPE"`), 1)
+				if err := os.WriteFile(p.Log, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				for i, f := range w.files {
+					if f.path == p.Log {
+						w.files[i].stat, _ = statcache.Lstat(p.Log)
+					}
+				}
+				w.at = time.Now().UnixNano()
+			}
+			time.Sleep(racyWindow + 10*time.Millisecond)
+			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
+				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
+			}
+		})
 	}
 }
