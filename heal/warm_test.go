@@ -63,21 +63,7 @@ func TestWarmProve(t *testing.T) {
 	t.Run("same stat, other bytes", func(t *testing.T) {
 		root, w, _ := warmMemory(t)
 		p := manifest.PathsFor(root)
-		b, err := os.ReadFile(p.Log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = bytes.Replace(b, []byte(`"confidence":0.95`), []byte(`"confidence":0.15`), 1)
-		if err := os.WriteFile(p.Log, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		// As if the rewrite fell in the tick of the recorded stat.
-		for i, f := range w.files {
-			if f.path == p.Log {
-				w.files[i].stat, _ = statcache.Lstat(p.Log)
-			}
-		}
-		w.at = time.Now().UnixNano()
+		rewriteInTick(t, w, p.Log, []byte(`"confidence":0.95`), []byte(`"confidence":0.15`))
 		time.Sleep(racyWindow + 10*time.Millisecond)
 		if w.Prove(p) || w.Valid() {
 			t.Fatal("a log with other bytes was proved")
@@ -122,20 +108,7 @@ func TestWarmProve(t *testing.T) {
 				t.Fatalf("after the edit's pass: sum of the manifest kept %v, proved %v", ok, w.proved)
 			}
 			if rewrite {
-				b, err := os.ReadFile(p.Manifest)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b = bytes.Replace(b, []byte("sha256:"), []byte("SHA256:"), 1)
-				if err := os.WriteFile(p.Manifest, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				for i, f := range w.files {
-					if f.path == p.Manifest {
-						w.files[i].stat, _ = statcache.Lstat(p.Manifest)
-					}
-				}
-				w.at = time.Now().UnixNano()
+				rewriteInTick(t, w, p.Manifest, []byte("sha256:"), []byte("SHA256:"))
 			}
 			time.Sleep(racyWindow + 10*time.Millisecond)
 			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
@@ -168,20 +141,7 @@ func TestWarmProve(t *testing.T) {
 				t.Fatalf("after the deletion's pass: sums of the log %v and the manifest %v, proved %v", logSum, manifestSum, w.proved)
 			}
 			if rewrite {
-				b, err := os.ReadFile(p.Log)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b = bytes.Replace(b, []byte(`"type"`), []byte(`"TYPE"`), 1)
-				if err := os.WriteFile(p.Log, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				for i, f := range w.files {
-					if f.path == p.Log {
-						w.files[i].stat, _ = statcache.Lstat(p.Log)
-					}
-				}
-				w.at = time.Now().UnixNano()
+				rewriteInTick(t, w, p.Log, []byte(`"type"`), []byte(`"TYPE"`))
 			}
 			time.Sleep(racyWindow + 10*time.Millisecond)
 			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
@@ -203,6 +163,29 @@ func TestWarmProve(t *testing.T) {
 			t.Fatal("an event on the log left the state in use")
 		}
 	})
+}
+
+// rewriteInTick rewrites path in place, old replaced by new (of the same
+// length), and records the stat it now has in w as if the rewrite fell in
+// the tick of the stat w took: only its content can tell.
+func rewriteInTick(t *testing.T, w *Warm, path string, old, new []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old) != len(new) || !bytes.Contains(b, old) {
+		t.Fatalf("%s: no %q to rewrite as %q", path, old, new)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, old, new, 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range w.files {
+		if f.path == path {
+			w.files[i].stat, _ = statcache.Lstat(path)
+		}
+	}
+	w.at = time.Now().UnixNano()
 }
 
 // rescope taking the kept notes finds the scope a lookup per entry finds
@@ -534,20 +517,7 @@ func TestStalePassKeepsTheLogsSum(t *testing.T) {
 				t.Fatalf("after the staleness pass: sum of the log kept %v, proved %v", ok, w.proved)
 			}
 			if rewrite {
-				b, err := os.ReadFile(p.Log)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b = bytes.Replace(b, []byte(`"type"`), []byte(`"TYPE"`), 1)
-				if err := os.WriteFile(p.Log, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				for i, f := range w.files {
-					if f.path == p.Log {
-						w.files[i].stat, _ = statcache.Lstat(p.Log)
-					}
-				}
-				w.at = time.Now().UnixNano()
+				rewriteInTick(t, w, p.Log, []byte(`"type"`), []byte(`"TYPE"`))
 			}
 			time.Sleep(racyWindow + 10*time.Millisecond)
 			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
