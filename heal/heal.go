@@ -1544,9 +1544,8 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	// a crash relies on: the record, the log, the manifest.
 	if st.Log.Changed() {
 		pr.logW = stage(func() (stagedFile, error) {
-			var h maphash.Hash
-			h.SetSeed(proofSeed)
-			s, err := manifest.StageLogCopy(p.Log, st.Log, &h)
+			h := proofHash()
+			s, err := manifest.StageLogCopy(p.Log, st.Log, h)
 			pr.logProof = h.Sum64()
 			return s, err
 		})
@@ -1949,14 +1948,8 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 	if st.Log.Changed() {
 		// Summed as it is written, for the proof of the state kept
 		// (Warm.sums), as a pass's staged log is.
-		var h maphash.Hash
-		h.SetSeed(proofSeed)
-		s, err := manifest.StageLogCopy(p.Log, st.Log, &h)
-		if err == nil {
-			err = s.Commit() // as manifest.WriteLog
-			s.Release()
-		}
-		if err != nil {
+		h := proofHash()
+		if err := manifest.WriteLogCopy(p.Log, st.Log, h); err != nil {
 			return res, err
 		}
 		sums = map[string]uint64{p.Log: h.Sum64()}

@@ -56,6 +56,13 @@ type Warm struct {
 // wrote (Warm.sums): they are compared within this process only.
 var proofSeed = maphash.MakeSeed()
 
+// proofHash is a hash to sum a file with as it is written (Warm.sums).
+func proofHash() *maphash.Hash {
+	h := new(maphash.Hash)
+	h.SetSeed(proofSeed)
+	return h
+}
+
 // warmFile is one file a warm state stands for: its stat then, or absent.
 type warmFile struct {
 	path   string
@@ -296,17 +303,7 @@ func (w *Warm) Prove(p manifest.Paths) bool {
 			continue
 		}
 		b, err := safefs.ReadFile(f.path, safefs.MaxJournal)
-		if err != nil {
-			w.Forget()
-			return false
-		}
-		holds := false
-		if sum, ok := w.sums[f.path]; ok {
-			holds = maphash.Bytes(proofSeed, b) == sum
-		} else {
-			holds = w.holds(p, f.path, b, seed)
-		}
-		if !holds {
+		if err != nil || !w.holds(p, f.path, b, seed) {
 			w.Forget()
 			return false
 		}
@@ -377,8 +374,13 @@ func (w *Warm) vouch() {
 	}
 }
 
-// holds reports whether b, the content of path, is what w parsed from it.
+// holds reports whether b, the content of path, is what w parsed from it:
+// the sum of what the pass wrote there when it kept one (Warm.sums), else
+// the state rendered again.
 func (w *Warm) holds(p manifest.Paths, path string, b []byte, seed maphash.Seed) bool {
+	if sum, ok := w.sums[path]; ok {
+		return maphash.Bytes(proofSeed, b) == sum
+	}
 	switch path {
 	case p.Log:
 		var h maphash.Hash

@@ -1095,8 +1095,12 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // WriteLog atomically replaces path with the log's bytes, streamed to the
 // file: only re-encoded lines are held besides what was read. Afterwards
 // the log counts as unchanged again; observation pointers stay valid.
-func WriteLog(path string, l *Log) error {
-	s, err := StageLog(path, l)
+func WriteLog(path string, l *Log) error { return WriteLogCopy(path, l, nil) }
+
+// WriteLogCopy is WriteLog, every byte written to the file also written
+// to also when it is not nil (StageLogCopy).
+func WriteLogCopy(path string, l *Log, also io.Writer) error {
+	s, err := StageLogCopy(path, l, also)
 	if err != nil {
 		return err
 	}
