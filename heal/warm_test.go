@@ -23,9 +23,15 @@ import (
 // it.
 func warmMemory(t *testing.T) (string, *Warm, Options) {
 	t.Helper()
+	return warmMemoryWith(t, "")
+}
+
+// warmMemoryWith is warmMemory with details for the first observation.
+func warmMemoryWith(t *testing.T, detailsA string) (string, *Warm, Options) {
+	t.Helper()
 	root := t.TempDir()
 	putFile(t, root, ".memory/learning-log.jsonl",
-		readyObs("obs_a", manifest.Workflow, "Run the linter before pushing", "")+
+		readyObs("obs_a", manifest.Workflow, "Run the linter before pushing", detailsA)+
 			readyObs("obs_b", manifest.Workflow, "Regenerate the client after the schema", ""))
 	runRender(t, root)
 	w := &Warm{}
@@ -81,11 +87,7 @@ func TestWarmProve(t *testing.T) {
 			if !w.Prove(p) {
 				t.Fatal("an unchanged state was not proved")
 			}
-			m, _, err := manifest.ReadManifest(p.Manifest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel := m.Entries[0].Path
+			rel := firstArtifact(t, p)
 			if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte("# edited by a person\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -110,10 +112,7 @@ func TestWarmProve(t *testing.T) {
 			if rewrite {
 				rewriteInTick(t, w, p.Manifest, []byte("sha256:"), []byte("SHA256:"))
 			}
-			time.Sleep(racyWindow + 10*time.Millisecond)
-			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
-				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
-			}
+			proveOnceSettled(t, w, p, !rewrite)
 		})
 	}
 	// A deletion's pass writes the log and the manifest: both are proved
@@ -123,11 +122,7 @@ func TestWarmProve(t *testing.T) {
 		t.Run(map[bool]string{false: "a deletion's pass proves both files by their sums", true: "a deletion's log rewritten within the tick"}[rewrite], func(t *testing.T) {
 			root, w, opts := warmMemory(t)
 			p := manifest.PathsFor(root)
-			m, _, err := manifest.ReadManifest(p.Manifest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(filepath.Join(root, filepath.FromSlash(m.Entries[0].Path))); err != nil {
+			if err := os.Remove(filepath.Join(root, filepath.FromSlash(firstArtifact(t, p)))); err != nil {
 				t.Fatal(err)
 			}
 			opts.Now = testNow.Add(time.Minute)
@@ -143,10 +138,7 @@ func TestWarmProve(t *testing.T) {
 			if rewrite {
 				rewriteInTick(t, w, p.Log, []byte(`"type"`), []byte(`"TYPE"`))
 			}
-			time.Sleep(racyWindow + 10*time.Millisecond)
-			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
-				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
-			}
+			proveOnceSettled(t, w, p, !rewrite)
 		})
 	}
 	t.Run("only a touched pass without events on the state's files takes it", func(t *testing.T) {
@@ -163,6 +155,26 @@ func TestWarmProve(t *testing.T) {
 			t.Fatal("an event on the log left the state in use")
 		}
 	})
+}
+
+// firstArtifact is the path of the manifest's first entry.
+func firstArtifact(t *testing.T, p manifest.Paths) string {
+	t.Helper()
+	m, _, err := manifest.ReadManifest(p.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Entries[0].Path
+}
+
+// proveOnceSettled waits out the racy window of w's stats and requires
+// Prove to prove w, or to refuse and drop it.
+func proveOnceSettled(t *testing.T, w *Warm, p manifest.Paths, want bool) {
+	t.Helper()
+	time.Sleep(racyWindow + 10*time.Millisecond)
+	if proved := w.Prove(p); proved != want || w.Valid() != want {
+		t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), want)
+	}
 }
 
 // rewriteInTick rewrites path in place, old replaced by new (of the same
@@ -289,11 +301,7 @@ func TestPreparedRacyTouched(t *testing.T) {
 		t.Run(map[bool]string{false: "unchanged", true: "rewritten within the tick"}[rewrite], func(t *testing.T) {
 			root, _, opts := warmMemory(t)
 			p := manifest.PathsFor(root)
-			m, _, err := manifest.ReadManifest(p.Manifest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel := m.Entries[0].Path
+			rel := firstArtifact(t, p)
 			path := filepath.Join(root, filepath.FromSlash(rel))
 			time.Sleep(racyWindow + 10*time.Millisecond) // the memory files settled
 			if err := os.WriteFile(path, []byte("# edited by a person\n"), 0o644); err != nil {
@@ -492,17 +500,8 @@ func TestReplacedReleaseAside(t *testing.T) {
 func TestStalePassKeepsTheLogsSum(t *testing.T) {
 	for _, rewrite := range []bool{false, true} {
 		t.Run(map[bool]string{false: "proved", true: "rewritten within the tick"}[rewrite], func(t *testing.T) {
-			root := t.TempDir()
-			putFile(t, root, ".memory/learning-log.jsonl",
-				readyObs("obs_a", manifest.Workflow, "Run the linter before pushing", "See scripts/lint.sh for the flags.")+
-					readyObs("obs_b", manifest.Workflow, "Regenerate the client after the schema", ""))
-			runRender(t, root)
-			w := &Warm{}
+			root, w, opts := warmMemoryWith(t, "See scripts/lint.sh for the flags.")
 			cfg := config.Default().Staleness
-			opts := Options{Now: testNow, LockTimeout: 10 * time.Second, Cache: statcache.Open(statcache.Default), Warm: w}
-			if _, err := Reconcile(context.Background(), root, opts); err != nil {
-				t.Fatal(err)
-			}
 			p := manifest.PathsFor(root)
 			time.Sleep(racyWindow + 10*time.Millisecond)
 			if !w.Prove(p) {
@@ -519,10 +518,7 @@ func TestStalePassKeepsTheLogsSum(t *testing.T) {
 			if rewrite {
 				rewriteInTick(t, w, p.Log, []byte(`"type"`), []byte(`"TYPE"`))
 			}
-			time.Sleep(racyWindow + 10*time.Millisecond)
-			if proved := w.Prove(p); proved == rewrite || w.Valid() == rewrite {
-				t.Fatalf("proved %v, valid %v, want %v", proved, w.Valid(), !rewrite)
-			}
+			proveOnceSettled(t, w, p, !rewrite)
 		})
 	}
 }
