@@ -28,11 +28,18 @@ type step struct {
 	// watch: the step is a watcher session (start `learnwatch watch`,
 	// delete obs_pf_a's knowledge section, wait for the penalty, SIGTERM).
 	watch bool
+	// pause: the step starts this long after the one before ended, as a
+	// person's next command would. A pass whose inputs did not change
+	// within the engine's quiet window (100 ms) before it started
+	// confirms its replay record and writes the log facts; without a
+	// pause, whether it does depends on the machine's speed.
+	pause time.Duration
 }
 
 func (s step) run(t testing.TB, root string, env []string) result {
 	c := s.c
 	c.env = append(append([]string(nil), c.env...), env...)
+	time.Sleep(s.pause)
 	if s.watch {
 		return watchSession(t, root, c)
 	}
@@ -78,7 +85,8 @@ func scenarios() []scenario {
 				adds: map[string]int{"obs_n_de1": 1, "obs_n_pf1": 2, "obs_wf_b": 1}},
 			{c: call{args: []string{"hook", "session-start"}, now: day(22)}},
 			{c: call{args: []string{"render"}, now: day(23)}},
-			{c: call{args: []string{"reconcile"}, now: day(23)}},
+			// A pause: this pass confirms its record and writes the log facts.
+			{c: call{args: []string{"reconcile"}, now: day(23)}, pause: 250 * time.Millisecond},
 		},
 		check: func(root, _ string) []string {
 			// The pending deletion and edit of the template are learning
@@ -674,6 +682,9 @@ var mustReach = []string{
 	"write:decisions.md", "write:pitfalls.md", "write:SKILL.md", "write:rebase-before-merging.md",
 	"append:feedback.jsonl", "append:outcomes.jsonl", "append:errors.jsonl", "write:learning-policy.json",
 	"write:.watch-state.json", "write:.citation-offsets.json", "write:.citation-pass.json", "write:settings.json", "write:pre-commit",
+	// Written only by a pass that confirms its replay record (the core
+	// scenario's last step, after a pause).
+	"write:log.facts",
 }
 
 // TestReliabilityCrashPoints kills learnwatch (SIGKILL) at every failpoint
