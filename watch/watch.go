@@ -178,6 +178,10 @@ type watcher struct {
 	// freeing is set while the memory a settled watcher gives back to the
 	// OS is being freed (giveBack), on a goroutine of its own.
 	freeing atomic.Bool
+	// collecting is set while a collection collectBefore started runs.
+	collecting atomic.Bool
+	// prepAlloc is what the last preparation allocated, in bytes.
+	prepAlloc uint64
 
 	// test hooks
 	reconcile    reconcileFunc
@@ -187,6 +191,8 @@ type watcher struct {
 	afterSettle  func()           // after each call of the engine's Settle
 	afterPrepare func(burst bool) // after each call of the engine's Prepare (for a burst's pass, or a grace window's)
 	free         func()           // gives memory back to the OS (debug.FreeOSMemory)
+	heap         func() heapState // the heap's state (readHeap)
+	collect      func()           // collects the garbage (runtime.GC)
 }
 
 func newWatcher(root string, opts Options) *watcher {
@@ -196,15 +202,17 @@ func newWatcher(root string, opts Options) *watcher {
 		log = slog.New(slog.DiscardHandler)
 	}
 	w := &watcher{
-		root:   root,
-		paths:  manifest.PathsFor(root),
-		opts:   opts,
-		log:    log,
-		inject: make(chan error, 16),
-		armed:  map[string]fileID{},
-		own:    map[string]fingerprint{},
-		newFS:  newFS,
-		free:   debug.FreeOSMemory,
+		root:    root,
+		paths:   manifest.PathsFor(root),
+		opts:    opts,
+		log:     log,
+		inject:  make(chan error, 16),
+		armed:   map[string]fileID{},
+		own:     map[string]fingerprint{},
+		newFS:   newFS,
+		free:    debug.FreeOSMemory,
+		heap:    readHeap,
+		collect: defaultCollect,
 	}
 	w.add = func(p string) error { return w.fsw.Add(p) }
 	w.reconcile = w.pass
@@ -721,6 +729,9 @@ func (w *watcher) prepare(ctx context.Context) {
 		}
 	default:
 		w.log.Debug("pass prepared for the end of the grace window", "artifacts", head(slices.Sorted(maps.Keys(confirm))), "took", took.String())
+		if w.eng.HasPrepared() {
+			w.collectBefore(w.graceDue)
+		}
 	}
 	for _, ev := range held {
 		w.onEvent(ev)
@@ -803,6 +814,7 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 	case w.eng.HasPrepared():
 		w.notePassTook(took)
 		w.log.Debug("burst's pass prepared for the end of its debounce", "touched", len(w.touched), "took", took.String())
+		w.collectBefore(due)
 	}
 	for _, ev := range held {
 		w.onEvent(ev)
@@ -813,11 +825,16 @@ func (w *watcher) prepareBurst(ctx context.Context) {
 // or a grace window's), called off by an event that matters
 // (untilEvent), and notes the events counted so far: one after them makes
 // the prepared pass stale (fire). It returns the events read meanwhile,
-// for the caller to handle once it is done, and how long it took.
+// for the caller to handle once it is done, and how long it took. What
+// the preparation allocated is kept for collectBefore.
 func (w *watcher) prepareAhead(ctx context.Context, p engine.Pass, burst bool) (held []fsnotify.Event, took time.Duration, again bool, err error) {
 	t0 := time.Now()
 	w.prepared = w.events
+	allocs := w.heap().allocs
 	held = w.untilEvent(ctx, func(ctx context.Context) { again, err = w.eng.Prepare(ctx, p) })
+	if w.eng.HasPrepared() {
+		w.prepAlloc = w.heap().allocs - allocs
+	}
 	if w.afterPrepare != nil {
 		w.afterPrepare(burst)
 	}
