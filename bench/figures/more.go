@@ -75,7 +75,7 @@ func interleaved(dir string, cmds [][]string) []time.Duration {
 	return med
 }
 
-var metricRE = regexp.MustCompile(`([0-9.]+) (p50-ms|p99-ms|reconcile-p50-ms|record-p50-ms|record-p99-ms|peak-RSS-MB|idle-RSS-MB|watches|write-floor-ms|prepared)`)
+var metricRE = regexp.MustCompile(`([0-9.]+) (p50-ms|p99-ms|reconcile-p50-ms|record-p50-ms|record-p90-ms|record-p99-ms|record-over-40ms-%|peak-RSS-MB|idle-RSS-MB|watches|write-floor-ms|prepared)`)
 
 // watchRows runs the watch package's BenchmarkDeletionLatency (10,000
 // artifacts, -watch-n deletions) and prints the event-to-penalty
@@ -121,7 +121,7 @@ func watchRow(artifacts, deletions int) {
 	m := bench("1ms", false)
 	fmt.Printf("| watcher: artifact deleted → ×0.3 penalty written, %s artifacts (%d deletions; grace window 1 ms) | p50 %.0f ms, p99 %.0f ms | 200 ms debounce + one pass (p50 %.0f ms) | %.1f× |\n",
 		n, deletions, m["p50-ms"], m["p99-ms"], m["reconcile-p50-ms"], m["p50-ms"]/(200+m["reconcile-p50-ms"]))
-	fmt.Printf("| watcher: change final (debounced, past a 1 ms grace window: no time to prepare) → penalty written, %s artifacts | p99 %.0f ms | target | %.1f× of 40 ms |\n", n, m["record-p99-ms"], m["record-p99-ms"]/40)
+	fmt.Printf("| watcher: change final (debounced, past a 1 ms grace window: the pass prepared during the debounce) → penalty written, %s artifacts | p99 %.0f ms (p90 %.0f ms, %.0f %% over 40 ms) | target | %.1f× of 40 ms |\n", n, m["record-p99-ms"], m["record-p90-ms"], m["record-over-40ms-%"], m["record-p99-ms"]/40)
 	fmt.Printf("| watcher: same, against the write floor (the log and manifest of that size replaced atomically, the manifest's SHA-256) | p99 %.0f ms | write floor: %.1f ms | %.1f× |\n", m["record-p99-ms"], m["write-floor-ms"], m["record-p99-ms"]/m["write-floor-ms"])
 	fmt.Printf("| watcher: peak RSS with %s artifacts (%.0f watches) | %.0f MB | resident right after the last pass (the benchmark's process, before the idle work gives memory back) | %.0f MB |\n",
 		n, m["watches"], m["peak-RSS-MB"], m["idle-RSS-MB"])
@@ -129,8 +129,8 @@ func watchRow(artifacts, deletions int) {
 	fmt.Printf("| watcher at its default 2 s grace window: change final → penalty written, %s artifacts (%.0f of %d passes committed as prepared) | p99 %.0f ms (p50 %.0f ms) | target | %.1f× of 40 ms |\n",
 		n, d["prepared"], deletions, d["record-p99-ms"], d["record-p50-ms"], d["record-p99-ms"]/40)
 	ed := bench("2s", true)
-	fmt.Printf("| watcher: artifact edited, debounced → edit recorded (the manifest rewritten; nothing to prepare), %s artifacts (%d edits) | p99 %.0f ms (the pass's p50 %.0f ms) | target | %.1f× of 40 ms |\n",
-		n, deletions, ed["record-p99-ms"], ed["reconcile-p50-ms"], ed["record-p99-ms"]/40)
+	fmt.Printf("| watcher: artifact edited, debounced → edit recorded (the manifest rewritten; the pass prepared during the debounce), %s artifacts (%d edits) | p99 %.0f ms (p90 %.0f ms, %.0f %% over 40 ms; the pass's p50 %.0f ms) | target | %.1f× of 40 ms |\n",
+		n, deletions, ed["record-p99-ms"], ed["record-p90-ms"], ed["record-over-40ms-%"], ed["reconcile-p50-ms"], ed["record-p99-ms"]/40)
 }
 
 // scaleTable measures reconcile and the session-start hook on fixtures of
