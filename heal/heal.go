@@ -1545,7 +1545,7 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	if st.Log.Changed() {
 		pr.logW = stage(func() (stagedFile, error) {
 			h := proofHash()
-			s, err := manifest.StageLogCopy(p.Log, st.Log, h)
+			s, err := manifest.StageLog(p.Log, st.Log, h)
 			pr.logProof = h.Sum64()
 			return s, err
 		})

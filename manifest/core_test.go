@@ -632,7 +632,7 @@ func TestStageLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := StageLog(path, l)
+	s, err := StageLog(path, l, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +643,7 @@ func TestStageLog(t *testing.T) {
 	if got, _ := os.ReadFile(path); !bytes.Equal(got, data) || !l.Changed() {
 		t.Fatalf("after Abort: file changed %v, Log changed %v", !bytes.Equal(got, data), l.Changed())
 	}
-	if s, err = StageLog(path, l); err != nil {
+	if s, err = StageLog(path, l, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Commit(); err != nil {

@@ -1098,9 +1098,9 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 func WriteLog(path string, l *Log) error { return WriteLogCopy(path, l, nil) }
 
 // WriteLogCopy is WriteLog, every byte written to the file also written
-// to also when it is not nil (StageLogCopy).
+// to also when it is not nil (StageLog).
 func WriteLogCopy(path string, l *Log, also io.Writer) error {
-	s, err := StageLogCopy(path, l, also)
+	s, err := StageLog(path, l, also)
 	if err != nil {
 		return err
 	}
@@ -1119,15 +1119,11 @@ type LogStage struct {
 	newline  bool
 }
 
-// StageLog writes l as WriteLog does, to a temporary file next to path. It
-// reads l only: it may run while the caller does other work that does not
-// touch l.
-func StageLog(path string, l *Log) (*LogStage, error) { return StageLogCopy(path, l, nil) }
-
-// StageLogCopy is StageLog, every byte written to the file also written
-// to also when it is not nil (a hash of what the file holds, taken as it
-// is written).
-func StageLogCopy(path string, l *Log, also io.Writer) (*LogStage, error) {
+// StageLog writes l as WriteLog does, to a temporary file next to path,
+// every byte written to the file also written to also when it is not nil
+// (a hash of what the file holds, taken as it is written). It reads l
+// only: it may run while the caller does other work that does not touch l.
+func StageLog(path string, l *Log, also io.Writer) (*LogStage, error) {
 	fresh, err := l.encodeChanged()
 	if err != nil {
 		return nil, err

@@ -538,10 +538,10 @@ func TestWriteLogStreams(t *testing.T) {
 	if l.Changed() {
 		t.Error("changed after WriteLog")
 	}
-	// StageLogCopy hands every byte it writes to its copy as well.
+	// StageLog hands every byte it writes to its copy as well.
 	l.Find("obs_g11").Pattern = "patched again"
 	var copied bytes.Buffer
-	s, err := StageLogCopy(path, l, &copied)
+	s, err := StageLog(path, l, &copied)
 	if err != nil {
 		t.Fatal(err)
 	}
