@@ -10,7 +10,6 @@ package watch
 // would take, so that the next one starts on a collected heap.
 
 import (
-	"runtime"
 	"runtime/metrics"
 	"time"
 )
@@ -58,14 +57,7 @@ func collectAhead(h heapState, lastPrep uint64) bool {
 // collection runs while the watcher waits for it. One at a time; the
 // loop goes on.
 func (w *watcher) collectBefore(due time.Time) {
-	if !time.Now().Before(due) || !collectAhead(w.heap(), w.prepAlloc) || !w.collecting.CompareAndSwap(false, true) {
-		return
+	if time.Now().Before(due) && collectAhead(w.heap(), w.prepAlloc) {
+		aside(&w.collecting, w.collect)
 	}
-	go func() {
-		defer w.collecting.Store(false)
-		w.collect()
-	}()
 }
-
-// defaultCollect is the collection collectBefore starts.
-func defaultCollect() { runtime.GC() }

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"maps"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"sync/atomic"
@@ -212,7 +213,7 @@ func newWatcher(root string, opts Options) *watcher {
 		newFS:   newFS,
 		free:    debug.FreeOSMemory,
 		heap:    readHeap,
-		collect: defaultCollect,
+		collect: runtime.GC,
 	}
 	w.add = func(p string) error { return w.fsw.Add(p) }
 	w.reconcile = w.pass
@@ -666,13 +667,17 @@ func (w *watcher) settle(ctx context.Context, again bool) {
 // collection and the scavenge took 40–80 ms at 50,000 artifacts, with the
 // loop waiting: an event arriving meanwhile was read that much later.
 // It runs on a goroutine of its own, one at a time; the loop goes on.
-func (w *watcher) giveBack() {
-	if !w.freeing.CompareAndSwap(false, true) {
+func (w *watcher) giveBack() { aside(&w.freeing, w.free) }
+
+// aside runs work on a goroutine of its own unless the one it started
+// before still runs (busy is set meanwhile): the loop does not wait for it.
+func aside(busy *atomic.Bool, work func()) {
+	if !busy.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
-		defer w.freeing.Store(false)
-		w.free()
+		defer busy.Store(false)
+		work()
 	}()
 }
 
