@@ -79,10 +79,10 @@ const (
 )
 
 // depStat is a recorded path's state. Type is the file type bits
-// (0 when missing). Names is, for a listed directory, a hash of its
-// entries' names (learnwatch's own lock directories and temp files left
-// out): a lock taken and released changes the directory's mtime, not its
-// listing.
+// (0 when missing). Names is, for a listed directory, the sum of its
+// entries' names (manifest.ListDirSum: learnwatch's own locks and temp
+// files left out): a lock taken and released changes the directory's
+// mtime, not its listing.
 type depStat struct {
 	statcache.Stat
 	Type  uint32
@@ -155,38 +155,6 @@ func same(k depKind, was, now depStat, mode statcache.Mode) bool {
 	default:
 		return statcache.Same(statcache.Entry{Stat: was.Stat}, now.Stat, mode)
 	}
-}
-
-// volatile names the entries a listed directory's hash leaves out: the
-// learning lock and its queue, atomic writes' temp files.
-func volatile(name string) bool {
-	return strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".lock.queue") ||
-		strings.HasPrefix(name, ".") && strings.Contains(name, manifest.TempInfix)
-}
-
-// namesHash hashes the sorted names of dir's entries (volatile ones left
-// out); the zero hash when it cannot be listed.
-func namesHash(dir string) [32]byte {
-	f, err := os.Open(dir)
-	if err != nil {
-		return [32]byte{}
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return [32]byte{}
-	}
-	slices.Sort(names)
-	h := sha256.New()
-	for _, n := range names {
-		if !volatile(n) {
-			h.Write([]byte(n))
-			h.Write([]byte{0})
-		}
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
 }
 
 // diskRecord is replayRecord as stored: the stats as one flat list of
@@ -298,7 +266,7 @@ func changedAt(r *replayRecord, now []depStat, mode statcache.Mode) []int {
 			if statcache.Same(statcache.Entry{Stat: r.Stats[i].Stat}, now[i].Stat, mode) {
 				now[i].Names = r.Stats[i].Names
 			} else if now[i].Type != 0 {
-				now[i].Names = namesHash(r.Paths[i])
+				now[i].Names = manifest.ListDirSum(r.Paths[i])
 			}
 		}
 		if !same(r.Kinds[i], r.Stats[i], now[i], mode) {
@@ -540,7 +508,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (
 	rec.Stats = statsNow(&rec)
 	for i, k := range rec.Kinds {
 		if k == depList && rec.Stats[i].Type != 0 {
-			rec.Stats[i].Names = namesHash(rec.Paths[i])
+			rec.Stats[i].Names = manifest.ListDirSum(rec.Paths[i])
 		}
 	}
 	if res.StaleInputs.Git {
