@@ -54,15 +54,22 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	for _, en := range entries {
 		ids = append(ids, en.ID)
 	}
-	marksc := make(chan map[string]string, 1)
-	go func() { marksc <- e.staleMarks(ids, refs) }()
+	type marked struct {
+		marks map[string]string
+		warn  []string
+	}
+	marksc := make(chan marked, 1)
+	go func() {
+		m, w := e.staleMarks(ids, refs)
+		marksc <- marked{m, w}
+	}()
 	// The log is waited for only once the feedback is folded.
 	entries, avoid, warn := e.rank(entries, refs, func() logView { return <-logc }, o.Role, o.Now)
-	marks := <-marksc
+	m := <-marksc
 	for i := range entries {
-		entries[i].Stale = marks[entries[i].ID]
+		entries[i].Stale = m.marks[entries[i].ID]
 	}
-	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), append(warn, refsWarn...), nil
+	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), slices.Concat(warn, refsWarn, m.warn), nil
 }
 
 // Rank scores index entries with the learning engine and returns them with
@@ -256,13 +263,16 @@ func (e *Engine) changedFiles() []string {
 // staleMarks returns, per knowledge entry (ids) with a stale file reference,
 // the first such reference (index.Entry.Stale), so the session-start index
 // warns the agent before it follows one. A failed check marks nothing (the
-// index is still built).
-func (e *Engine) staleMarks(ids []string, refs map[string][]staleness.Ref) map[string]string {
-	marks, err := staleness.EntryMarks(e.root, e.cfg.Staleness, ids, refs)
+// index is still built); a cache not written is a warning.
+func (e *Engine) staleMarks(ids []string, refs map[string][]staleness.Ref) (map[string]string, []string) {
+	marks, cacheErr, err := staleness.EntryMarks(e.root, e.cfg.Staleness, ids, refs)
 	if err != nil {
 		e.log.Debug("index: staleness not checked", "err", err)
 	}
-	return marks
+	if cacheErr != nil {
+		return marks, []string{cacheErr.Error()}
+	}
+	return marks, nil
 }
 
 // StaleKnowledge lists stale references of knowledge entries (ADR/PF) and

@@ -128,6 +128,11 @@ type Checker struct {
 	// disk, directories listed.
 	deps map[string]bool
 	dirs []string
+	// dirNames, when set (EntryMarks outside git), collects the names
+	// the working tree's listing read, by directory; listCut is set when
+	// the listing stopped at maxWorktreeFiles.
+	dirNames map[string][]string
+	listCut  bool
 }
 
 // dep notes that the result depends on the file at abs (read, or looked
@@ -561,24 +566,35 @@ func (c *Checker) blobLines(h plumbing.Hash, p string) int {
 // the root through a symlink is not read.
 func (c *Checker) fileLines(p string) int {
 	c.dep(filepath.Join(c.root, filepath.FromSlash(p)))
-	abs, _, err := manifest.Resolve(c.root, p)
+	n, err := worktreeLines(c.root, p)
 	if err != nil {
-		return -1
+		c.fail(err)
+	}
+	return n
+}
+
+// worktreeLines counts the lines of the working-tree file at the
+// root-relative path p: -1 when it is not a regular file within the root
+// (through a symlink that leaves it, say), and an error with -1 when it
+// cannot be read to its end.
+func worktreeLines(root, p string) (int, error) {
+	abs, _, err := manifest.Resolve(root, p)
+	if err != nil {
+		return -1, nil
 	}
 	f, err := os.Open(abs)
 	if err != nil {
-		return -1
+		return -1, nil
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return -1
+		return -1, nil
 	}
 	n, err := countLines(f)
 	if err != nil {
-		c.fail(fmt.Errorf("staleness: read %s: %w", abs, err))
-		return -1
+		return -1, fmt.Errorf("staleness: read %s: %w", abs, err)
 	}
-	return n
+	return n, nil
 }
 
 // countLines counts lines the way an editor numbers them: "a\nb" and

@@ -8,16 +8,33 @@ package staleness
 // the answer is kept in a small file of the cache directory under exactly
 // that key (the staleness cache's own tree key), and a session that starts
 // on the same checkout reads it instead.
+//
+// Outside git the answer depends on the working tree itself: the listing
+// of every directory (bare names and partial paths resolve against it) and
+// the files looked up or counted. It is kept with the stat of each of
+// them, as git's untracked cache keeps a directory's listing with its
+// stat: a session believes it only while every one stats the same (a
+// directory's mtime moves when an entry is added, removed or renamed in
+// it), which costs a stat per directory instead of reading each.
 
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
+	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/gitrepo"
+	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // indexDepth bounds the history walk of EntryMarks: the session-start
@@ -28,11 +45,23 @@ const indexDepth = 200
 const EntryMarksFile = "entry-marks.cache"
 
 // entryMarksMagic starts the file; another version is ignored.
-const entryMarksMagic = "learnwatch entry marks 2\n"
+const entryMarksMagic = "learnwatch entry marks 3\n"
 
-// maxEntryMarks bounds the file read (a few hundred entries' marks are a
-// few kilobytes).
-const maxEntryMarks = 1 << 20
+// maxEntryMarks bounds the file read: a few hundred entries' marks are a
+// few kilobytes; outside git the stats of the working tree's directories
+// (about 100 bytes each) are at most maxTreeStamps.
+const maxEntryMarks = 8 << 20
+
+// maxTreeStamps bounds the stats an answer outside git is kept with: a
+// larger working tree is listed at every session start, as before.
+const maxTreeStamps = 50_000
+
+// racyStamp is how recent a directory's modification may be, when an
+// answer outside git is computed, for its stat to vouch for the names read
+// in it: a change within the same tick of the file system's clock leaves
+// the stat as it was, so a directory modified that recently has its names
+// compared at every read. Two seconds cover the coarsest clocks (FAT's).
+const racyStamp = 2 * time.Second
 
 // entryMarksCache is the cache's content after the magic line
 // (cachedir.ReadGob).
@@ -46,6 +75,10 @@ type entryMarksCache struct {
 	// Ignore are the ignore files the resolution read, by content.
 	Ignore []ignoreDep
 	Marks  map[string]string
+	// Tree is, for an answer computed outside git, the stat of what it
+	// was read from (treeStamps): it holds while each stats the same.
+	// Nil in git.
+	Tree []pathStamp
 }
 
 // EntryMarks returns, for each knowledge entry (id → its references, as
@@ -55,29 +88,47 @@ type entryMarksCache struct {
 // history walk of at most 200 commits; only sure findings count — a path
 // still unaccounted for when the walk stopped early is not marked.
 //
-// In git, the answer is kept in the cache directory under the key of what
-// it depends on (entryMarksKeyOf) and read from there while that holds. The
-// cache is disposable: it is written atomically without the learning lock
-// (two sessions write the same answer), and one that cannot be read or
-// written is computed again.
-func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string][]Ref) (map[string]string, error) {
+// The answer is kept in the cache directory under the key of what it
+// depends on (entryMarksKeyOf; outside git with the working tree's
+// stats) and read from there while that holds, when the memory directory
+// exists. The cache is disposable: it is written atomically without the
+// learning lock (two sessions write the same answer), and one that cannot
+// be read is computed again; one that cannot be written is cacheErr (the
+// marks stand). err is the check's: the marks may then be partial.
+func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string][]Ref) (marks map[string]string, cacheErr, err error) {
 	if cfg.RenameDepth <= 0 || cfg.RenameDepth > indexDepth {
 		cfg.RenameDepth = indexDepth
 	}
 	// The cache is looked at before the checker is opened: opening it
 	// reads HEAD's commit and tree from the object store (milliseconds in
 	// a large repository's pack).
-	k := entryMarksKeyOf(root, cfg, ids, refs)
+	var k marksKey // none without a memory directory: none is made for a cache
+	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil {
+		k = entryMarksKeyOf(root, cfg, ids, refs)
+	}
 	if k.key != "" {
 		if marks, ok := readEntryMarks(root, k); ok {
-			return marks, nil
+			return marks, nil, nil
 		}
 	}
+	began := time.Now()
 	// Not through the staleness cache: its outcomes are for the full
 	// depth, and the session-start hook must not spend time decoding it.
 	c, err := openChecker(root, Auto, cfg, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if k.worktree {
+		c.dirNames = map[string][]string{} // the names the listing reads, for treeStamps
+		// The cache directory made now, not by the write after the
+		// listing: its name in the memory directory's listing would
+		// differ from the one the answer was read from.
+		if _, err := cachedir.Ensure(root); err != nil {
+			k = marksKey{}
+			if !errors.Is(err, fs.ErrPermission) { // a read-only checkout: only missing
+				cacheErr = notKept(err)
+			}
+		}
 	}
 	var all []Ref
 	for _, id := range ids {
@@ -95,30 +146,58 @@ func EntryMarks(root string, cfg config.Staleness, ids []string, refs map[string
 	}
 	// Kept only when the checker read the HEAD the key names, against
 	// HEAD's tree (a checkout between the two is computed next time).
-	if k.key != "" && c.Err() == nil && c.source == sourceHead && c.head != nil && c.head.Hash.String() == k.head {
-		c.writeEntryMarks(k, out)
+	switch {
+	case k.key == "" || c.Err() != nil:
+	case k.worktree:
+		// Outside git still: read from the working tree alone.
+		if c.repo == nil && c.unreadable == nil && c.source == sourceWorktree {
+			if tree, ok := c.treeStamps(began); ok {
+				cacheErr = c.writeEntryMarks(k, out, tree)
+			}
+		}
+	case c.source == sourceHead && c.head != nil && c.head.Hash.String() == k.head:
+		cacheErr = c.writeEntryMarks(k, out, nil)
 	}
-	return out, c.Err()
+	return out, cacheErr, c.Err()
 }
 
 // marksKey is what EntryMarks' answer depends on besides the ignore files
 // (key: a hash), and the checkout's identity (local) and HEAD's commit it
-// was computed for.
-type marksKey struct{ key, local, head string }
+// was computed for; worktree: outside git, where the answer also depends
+// on the working tree (entryMarksCache.Tree).
+type marksKey struct {
+	key, local, head string
+	worktree         bool
+}
 
 // entryMarksKeyOf computes the key: the checkout (the device and inode of
 // the root and the git directories), the tree key of the staleness cache
 // (mode, HEAD's commit, the index's identity, the root's prefix, the
 // rename depth, the ignore list), the whole staleness configuration, and
-// the entries' references in order. No key (outside git, a repository
-// go-git cannot read, no commit yet, an index without its checksum, a
-// platform without inode numbers): the answer is computed every time.
+// the entries' references in order. Outside git the key is the root's
+// identity, the rename depth, the configuration and the references, and
+// the working tree's stats go with the answer (worktree). No key (a
+// repository go-git cannot read, no commit yet, an index without its
+// checksum, a platform without inode numbers): the answer is computed
+// every time.
 func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[string][]Ref) marksKey {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return marksKey{}
 	}
 	repo, err := gitrepo.Open(abs, gitrepo.Options{Up: true})
+	if errors.Is(err, gitrepo.ErrNotExist) {
+		local := checkoutIdentity(abs, "", "")
+		if local == "" {
+			return marksKey{}
+		}
+		h := sha256.New()
+		fmt.Fprintf(h, "worktree\x00%d\x00", cfg.RenameDepth)
+		if !hashMarksInputs(h, cfg, ids, refs) {
+			return marksKey{}
+		}
+		return marksKey{key: fmt.Sprintf("%x", h.Sum(nil)), local: local, worktree: true}
+	}
 	if err != nil {
 		return marksKey{}
 	}
@@ -138,26 +217,40 @@ func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[s
 	// EntryMarks set the depth (the checker's own).
 	h := sha256.New()
 	h.Write([]byte(treeKey(Auto, ref.Hash(), id, prefix, cfg.RenameDepth, cfg.Ignore) + "\x00"))
+	if !hashMarksInputs(h, cfg, ids, refs) {
+		return marksKey{}
+	}
+	return marksKey{key: fmt.Sprintf("%x", h.Sum(nil)), local: local, head: ref.Hash().String()}
+}
+
+// hashMarksInputs writes the staleness configuration and the entries'
+// references, in order, to h; false when one cannot be encoded.
+func hashMarksInputs(h hash.Hash, cfg config.Staleness, ids []string, refs map[string][]Ref) bool {
 	cb, err := json.Marshal(cfg)
 	if err != nil {
-		return marksKey{}
+		return false
 	}
 	h.Write(cb)
 	for _, id := range ids {
 		rb, err := json.Marshal(refs[id])
 		if err != nil {
-			return marksKey{}
+			return false
 		}
 		fmt.Fprintf(h, "\x00%q\x00", id)
 		h.Write(rb)
 	}
-	return marksKey{key: fmt.Sprintf("%x", h.Sum(nil)), local: local, head: ref.Hash().String()}
+	return true
 }
 
 // readEntryMarks returns the cached answer for k when the file holds
 // one for this checkout and every ignore file it depended on still has
-// the content it had.
+// the content it had; outside git, when it holds the working tree's stats
+// and every path stats as it did.
 func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, false
+	}
 	var f entryMarksCache
 	if !cachedir.ReadGob(root, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) || f.Local != k.local || f.Key != k.key {
 		return nil, false
@@ -167,15 +260,184 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 			return nil, false
 		}
 	}
+	if k.worktree != (f.Tree != nil) || len(f.Tree) > maxTreeStamps {
+		return nil, false
+	}
+	for _, st := range f.Tree {
+		if !st.holds(abs) {
+			return nil, false
+		}
+	}
 	if f.Marks == nil {
 		f.Marks = map[string]string{} // gob leaves an empty map out
 	}
 	return f.Marks, true
 }
 
-// writeEntryMarks keeps marks as the answer for k (errors ignored: the
-// cache is disposable).
-func (c *Checker) writeEntryMarks(k marksKey, marks map[string]string) {
-	f := entryMarksCache{Local: k.local, Key: k.key, Ignore: c.ignoreDeps(), Marks: marks}
-	_ = cachedir.WriteGobUnsynced(c.root, EntryMarksFile, entryMarksMagic, &f)
+// writeEntryMarks keeps marks as the answer for k, with the working
+// tree's stats outside git.
+func (c *Checker) writeEntryMarks(k marksKey, marks map[string]string, tree []pathStamp) error {
+	f := entryMarksCache{Local: k.local, Key: k.key, Ignore: c.ignoreDeps(), Marks: marks, Tree: tree}
+	if err := cachedir.WriteGobUnsynced(c.root, EntryMarksFile, entryMarksMagic, &f); err != nil {
+		return notKept(err)
+	}
+	return nil
+}
+
+// notKept is the warning for an answer that could not be kept.
+func notKept(err error) error {
+	return fmt.Errorf("entry marks cache not written (computed again next time): %w", err)
+}
+
+// treeStamps records what this Checker's runs read from the working tree
+// outside git, for an answer computed from began on: every directory the
+// listing read (its stat, with the sum of the names it read there), every
+// path looked up (whether it was there), every file whose lines were
+// counted (the count), the directories on the way to those (their
+// identity), and whether the root and every directory above it has a .git
+// (a repository created there would have the answer read from git). ok is
+// false — the answer is not kept — when the listing was cut short or there
+// are more than maxTreeStamps. A directory modified within racyStamp of
+// began (or after it) is kept as racy: its stat may not show a change
+// made in the same tick, so its names are compared at every read.
+func (c *Checker) treeStamps(began time.Time) (out []pathStamp, ok bool) {
+	if c.listCut {
+		return nil, false
+	}
+	kinds := map[string]stampKind{}
+	rels := map[string]string{}
+	mark := func(p string, k stampKind) {
+		if old, ok := kinds[p]; !ok || k > old {
+			kinds[p] = k
+		}
+	}
+	below := c.root + string(filepath.Separator)
+	way := func(abs string) {
+		for d := filepath.Dir(abs); strings.HasPrefix(d, below); d = filepath.Dir(d) {
+			mark(d, stampWay)
+		}
+	}
+	for _, d := range c.dirs {
+		if !volatilePath(c.root, d) {
+			mark(d, stampList)
+		}
+	}
+	for p := range c.exists {
+		abs := filepath.Join(c.root, filepath.FromSlash(p))
+		mark(abs, stampPresence)
+		way(abs)
+	}
+	for p := range c.lines {
+		abs := filepath.Join(c.root, filepath.FromSlash(p))
+		mark(abs, stampLines)
+		rels[abs] = p
+		way(abs)
+	}
+	mark(c.root, stampWay)
+	for d := c.root; ; d = filepath.Dir(d) {
+		mark(filepath.Join(d, ".git"), stampPresence)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(kinds) > maxTreeStamps {
+		return nil, false
+	}
+	bound := began.Add(-racyStamp).UnixNano()
+	out = make([]pathStamp, 0, len(kinds))
+	for _, p := range slices.Sorted(maps.Keys(kinds)) {
+		s := pathStamp{Path: p, Kind: kinds[p], Stat: stampOf(p)}
+		switch s.Kind {
+		case stampList:
+			s.Names = manifest.ListingSum(c.dirNames[p])
+			s.Racy = s.Stat.Mtime >= bound
+		case stampLines:
+			s.Rel, s.Lines = rels[p], c.lines[rels[p]]
+		}
+		out = append(out, s)
+	}
+	return out, true
+}
+
+// volatilePath reports whether p, below root, lies in learnwatch's own
+// passing state (a lock directory: manifest.Volatile), which a listing
+// made while a lock was held may have read.
+func volatilePath(root, p string) bool {
+	rel, ok := manifest.Within(root, p)
+	if !ok {
+		return false
+	}
+	for part := range strings.SplitSeq(filepath.ToSlash(rel), "/") {
+		if manifest.Volatile(part) {
+			return true
+		}
+	}
+	return false
+}
+
+// stampKind is what a recorded path stands for, in increasing order of
+// what must hold of it.
+type stampKind uint8
+
+const (
+	// stampWay: a directory on the way to a path looked up: its type and
+	// identity (one swapped for a symlink changes where the way leads).
+	stampWay stampKind = iota
+	// stampPresence: a path looked up: whether it is there.
+	stampPresence
+	// stampLines: a file whose lines were counted: whether it is there,
+	// and the count, counted again at every read (a few files, those
+	// cited with a line).
+	stampLines
+	// stampList: a directory whose listing was read: its type and
+	// identity, and its names (compared when its stat moved, or was racy).
+	stampList
+)
+
+// pathStamp is what a path looked like when an answer outside git was
+// computed.
+type pathStamp struct {
+	Path  string
+	Kind  stampKind
+	Stat  statStamp
+	Names [32]byte // stampList: manifest.ListingSum of the names read
+	Racy  bool     // stampList: modified too recently for its stat to vouch for its names
+	Rel   string   // stampLines: the root-relative path counted
+	Lines int      // stampLines: the count (worktreeLines)
+}
+
+// statStamp is a path's stat (stampOf): absent, or its type and permission
+// bits, size, mtime, ctime (0 where the platform's is not read), device and
+// inode.
+type statStamp struct {
+	Present            bool
+	Mode               uint32
+	Size, Mtime, Ctime int64
+	Dev, Ino           uint64
+}
+
+// holds reports whether the path is still as s found it, for what its
+// kind needs, in the working tree at root.
+func (s pathStamp) holds(root string) bool {
+	now := stampOf(s.Path)
+	if s.Kind == stampLines {
+		// Whether it is there too: a count of -1 is also a file's that
+		// is not regular, or leaves the root.
+		n, err := worktreeLines(root, s.Rel)
+		return now.Present == s.Stat.Present && err == nil && n == s.Lines
+	}
+	same := now.Present == s.Stat.Present && now.Dev == s.Stat.Dev && now.Ino == s.Stat.Ino &&
+		fs.FileMode(now.Mode).Type() == fs.FileMode(s.Stat.Mode).Type()
+	switch s.Kind {
+	case stampWay:
+		return same
+	case stampPresence:
+		return now.Present == s.Stat.Present
+	case stampList:
+		if !same || !now.Present {
+			return false
+		}
+		return !s.Racy && now == s.Stat || manifest.ListDirSum(s.Path) == s.Names
+	}
+	return false
 }

@@ -1,11 +1,16 @@
 package staleness
 
 import (
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
@@ -23,6 +28,10 @@ func marksRepo(t *testing.T) (*gitRepo, []string, map[string][]Ref) {
 	r.commit("one")
 	r.git("rm", "-q", "src/old.go")
 	r.commit("two")
+	// A memory directory: the cache is kept only in one (none is made).
+	if err := os.MkdirAll(filepath.Join(r.dir, ".memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ids := []string{"ADR-001", "ADR-002", "PF-001"}
 	refs := map[string][]Ref{
 		"ADR-001": {{Path: "src/old.go", Raw: "src/old.go"}},
@@ -34,9 +43,9 @@ func marksRepo(t *testing.T) (*gitRepo, []string, map[string][]Ref) {
 
 func entryMarks(t *testing.T, dir string, cfg config.Staleness, ids []string, refs map[string][]Ref) map[string]string {
 	t.Helper()
-	m, err := EntryMarks(dir, cfg, ids, refs)
-	if err != nil {
-		t.Fatal(err)
+	m, cacheErr, err := EntryMarks(dir, cfg, ids, refs)
+	if err != nil || cacheErr != nil {
+		t.Fatal(err, cacheErr)
 	}
 	return m
 }
@@ -146,9 +155,21 @@ func TestEntryMarksCache(t *testing.T) {
 			entryMarks(t, r.dir, cfg, ids, refs)
 			plant(t, r.dir)
 			dir, cfg, refs := c.op(t, r)
-			got := entryMarks(t, dir, cfg, ids, refs)
+			got, cacheErr, err := EntryMarks(dir, cfg, ids, refs)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(got, wantMarks) {
 				t.Fatalf("%s: marks %v, want %v (the cached answer believed)", c.name, got, wantMarks)
+			}
+			// A symlink in the file's place is not written through, and
+			// the caller hears of it (the index warns).
+			if fi, err := os.Lstat(cachedir.Path(dir, EntryMarksFile)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				if cacheErr == nil || !strings.Contains(cacheErr.Error(), "symlink") {
+					t.Errorf("%s: cache error %v, want the symlink refused", c.name, cacheErr)
+				}
+			} else if cacheErr != nil {
+				t.Errorf("%s: %v", c.name, cacheErr)
 			}
 			// Computed again, and kept: the next call reads it (but
 			// through a symlink, which is neither read nor written).
@@ -162,18 +183,243 @@ func TestEntryMarksCache(t *testing.T) {
 	}
 }
 
-// Outside git nothing is cached: the working tree, which the answer then
-// depends on, has no key.
-func TestEntryMarksNotCachedOutsideGit(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "src/a.go"), "package src\n")
-	refs := map[string][]Ref{"ADR-001": {{Path: "src/gone.go", Raw: "src/gone.go"}}, "ADR-002": {{Path: "src/a.go", Raw: "src/a.go"}}}
-	got := entryMarks(t, dir, config.Default().Staleness, []string{"ADR-001", "ADR-002"}, refs)
-	if got["ADR-001"] != "src/gone.go" || got["ADR-002"] != "" {
-		t.Fatalf("marks %v", got)
+// outsideTree is a working tree outside git whose every file and directory
+// was last modified an hour ago (older than racyStamp): src/a.go of three
+// lines, docs/b.md, an empty .memory; and the references of three entries:
+// ADR-001 cites a file that is not there (stale), ADR-002 the second line of
+// src/a.go, PF-001 a bare name.
+func outsideTree(t *testing.T) (string, []string, map[string][]Ref) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tree")
+	writeFile(t, filepath.Join(dir, "src/a.go"), "a\nb\nc\n")
+	writeFile(t, filepath.Join(dir, "docs/b.md"), "# b\n")
+	if err := os.MkdirAll(filepath.Join(dir, ".memory"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Lstat(cachedir.Path(dir, EntryMarksFile)); err == nil {
-		t.Fatal("a cache written outside git")
+	age(t, dir)
+	ids := []string{"ADR-001", "ADR-002", "PF-001"}
+	refs := map[string][]Ref{
+		"ADR-001": {{Path: "src/gone.go", Raw: "src/gone.go"}},
+		"ADR-002": {{Path: "src/a.go", Raw: "src/a.go:2", Line: 2}},
+		"PF-001":  {{Path: "b.md", Raw: "b.md"}},
+	}
+	return dir, ids, refs
+}
+
+// age sets the mtime of everything below dir (dir too) an hour back.
+func age(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	var paths []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	// Deepest first: a directory's own mtime is set after its entries'.
+	slices.Reverse(paths)
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// The link's own mtime (os.Chtimes would set its target's).
+			if out, err := exec.Command("touch", "-h", "-d", old.Format(time.RFC3339), p).CombinedOutput(); err != nil {
+				t.Skipf("touch -h: %v %s", err, out)
+			}
+			continue
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Outside git the marks are kept with the stats of the working tree they
+// were read from, and believed while every directory listed keeps its
+// names and every file looked up its stat: a change that could change a
+// mark has them computed again; the learning lock taken and released in a
+// listed directory does not.
+func TestEntryMarksCacheOutsideGit(t *testing.T) {
+	if localIdentity(t.TempDir()) == "" {
+		t.Skip("no inode numbers: nothing is cached here")
+	}
+	cfg := config.Default().Staleness
+	dir, ids, refs := outsideTree(t)
+	want := map[string]string{"ADR-001": "src/gone.go"}
+	if got := entryMarks(t, dir, cfg, ids, refs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("marks %v, want %v", got, want)
+	}
+	plant(t, dir)
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("the cache is not read: %v", got)
+	}
+	// The lock taken and released: .memory's mtime moves, its names do not.
+	lock := filepath.Join(dir, ".memory", ".learning.lock")
+	if err := os.Mkdir(lock, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, lock+".owner", "1\n")
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("held lock: the cache is not read: %v", got)
+	}
+	os.Remove(lock + ".owner")
+	os.Remove(lock)
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("released lock: the cache is not read: %v", got)
+	}
+
+	cases := []struct {
+		name string
+		op   func(t *testing.T, dir string) string
+	}{
+		{"the missing file created", func(t *testing.T, dir string) string {
+			writeFile(t, filepath.Join(dir, "src/gone.go"), "package src\n")
+			return dir
+		}},
+		{"a cited file removed", func(t *testing.T, dir string) string {
+			os.Remove(filepath.Join(dir, "src/a.go"))
+			return dir
+		}},
+		{"the bare name's file moved deeper", func(t *testing.T, dir string) string {
+			os.MkdirAll(filepath.Join(dir, "docs/old"), 0o755)
+			os.Rename(filepath.Join(dir, "docs/b.md"), filepath.Join(dir, "docs/old/c.md"))
+			return dir
+		}},
+		{"a directory renamed", func(t *testing.T, dir string) string {
+			os.Rename(filepath.Join(dir, "src"), filepath.Join(dir, "lib"))
+			return dir
+		}},
+		{"a file added to .memory", func(t *testing.T, dir string) string {
+			writeFile(t, filepath.Join(dir, ".memory/b.md"), "# another b\n")
+			return dir
+		}},
+		{"a cited file rewritten at the same size, its mtime put back", func(t *testing.T, dir string) string {
+			p := filepath.Join(dir, "src/a.go")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("abcde\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+			if runtime.GOOS != "linux" {
+				t.Skip("the inode's change time is read on Linux only")
+			}
+			return dir
+		}},
+		{"a directory swapped for a symlink to a copy", func(t *testing.T, dir string) string {
+			cp := filepath.Join(filepath.Dir(dir), "src-copy")
+			if out, err := exec.Command("cp", "-a", filepath.Join(dir, "src"), cp).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			os.RemoveAll(filepath.Join(dir, "src"))
+			os.Symlink(cp, filepath.Join(dir, "src"))
+			return dir
+		}},
+		{"another copy (the tree copied, its cache with it)", func(t *testing.T, dir string) string {
+			dst := filepath.Join(t.TempDir(), "copy")
+			if out, err := exec.Command("cp", "-a", dir, dst).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v %s", err, out)
+			}
+			return dst
+		}},
+		{"a git repository created at the root", func(t *testing.T, dir string) string {
+			cmd := exec.Command("git", "init", "-q")
+			cmd.Dir, cmd.Env = dir, append(gitEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Skipf("git init: %v %s", err, out)
+			}
+			return dir
+		}},
+		{"the cache file corrupt", func(t *testing.T, dir string) string {
+			os.WriteFile(cachedir.Path(dir, EntryMarksFile), []byte(entryMarksMagic+"\x03\xff\x81"), 0o644)
+			return dir
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, ids, refs := outsideTree(t)
+			entryMarks(t, dir, cfg, ids, refs)
+			plant(t, dir)
+			dir = c.op(t, dir)
+			got := entryMarks(t, dir, cfg, ids, refs)
+			// What a session without the cache finds.
+			os.Remove(cachedir.Path(dir, EntryMarksFile))
+			want := entryMarks(t, dir, cfg, ids, refs)
+			if got["ADR-002"] == "planted" || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: marks %v, want %v (the cached answer believed)", c.name, got, want)
+			}
+		})
+	}
+}
+
+// Whether an answer outside git is kept does not depend on the clock (a
+// tree just written is kept like an old one), and a cited line's file is
+// counted again at every read: a rewrite its stat cannot show — the same
+// size within the same tick, or through a symlink whose target changed —
+// still has the marks computed again.
+func TestEntryMarksOutsideGitRecounts(t *testing.T) {
+	if localIdentity(t.TempDir()) == "" {
+		t.Skip("no inode numbers: nothing is cached here")
+	}
+	cfg := config.Default().Staleness
+	kept := func(dir string) bool {
+		_, err := os.Lstat(cachedir.Path(dir, EntryMarksFile))
+		return err == nil
+	}
+	for _, link := range []bool{false, true} {
+		dir, ids, refs := outsideTree(t)
+		cited := filepath.Join(dir, "src/a.go")
+		if link {
+			os.Rename(cited, filepath.Join(dir, "src/real.go"))
+			os.Symlink("real.go", cited)
+			cited = filepath.Join(dir, "src/real.go")
+		}
+		writeFile(t, cited, "a\nb\nc\n") // just now
+		entryMarks(t, dir, cfg, ids, refs)
+		if !kept(dir) {
+			t.Fatalf("link %v: the answer is not kept", link)
+		}
+		plant(t, dir)
+		fi, _ := os.Stat(cited)
+		if err := os.WriteFile(cited, []byte("abcde\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(cited, fi.ModTime(), fi.ModTime())
+		got := entryMarks(t, dir, cfg, ids, refs)
+		want := map[string]string{"ADR-001": "src/gone.go", "ADR-002": "src/a.go:2"}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("link %v: marks %v, want %v (the cached answer believed)", link, got, want)
+		}
+	}
+}
+
+// A cited line's file that cannot be counted (a symlink that leaves the
+// root counts -1, as a missing file does) and is then removed, in a
+// directory the listing skips (node_modules: only the way to it is
+// recorded): the marks are computed again, since it was there and is not.
+func TestEntryMarksOutsideGitUncountedRemoved(t *testing.T) {
+	if localIdentity(t.TempDir()) == "" {
+		t.Skip("no inode numbers: nothing is cached here")
+	}
+	cfg := config.Default().Staleness
+	dir, ids, refs := outsideTree(t)
+	refs["ADR-002"] = []Ref{{Path: "node_modules/pkg/a.go", Raw: "node_modules/pkg/a.go:2", Line: 2}}
+	outside := filepath.Join(t.TempDir(), "a.go")
+	writeFile(t, outside, "a\nb\nc\n")
+	cited := filepath.Join(dir, "node_modules/pkg/a.go")
+	os.MkdirAll(filepath.Dir(cited), 0o755)
+	if err := os.Symlink(outside, cited); err != nil {
+		t.Fatal(err)
+	}
+	age(t, dir)
+	entryMarks(t, dir, cfg, ids, refs)
+	plant(t, dir)
+	os.Remove(cited)
+	got := entryMarks(t, dir, cfg, ids, refs)
+	os.Remove(cachedir.Path(dir, EntryMarksFile))
+	if want := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] == "planted" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("marks %v, want %v (the cached answer believed)", got, want)
 	}
 }
 
@@ -196,19 +442,38 @@ func FuzzEntryMarksCache(f *testing.F) {
 			f.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
+	os.MkdirAll(filepath.Join(dir, ".memory"), 0o755)
 	cfg := config.Default().Staleness
 	ids := []string{"ADR-001"}
 	refs := map[string][]Ref{"ADR-001": {{Path: "src/gone.go", Raw: "src/gone.go"}}}
-	if _, err := EntryMarks(dir, cfg, ids, refs); err != nil {
+	if _, _, err := EntryMarks(dir, cfg, ids, refs); err != nil {
 		f.Fatal(err)
 	}
 	if b, err := os.ReadFile(cachedir.Path(dir, EntryMarksFile)); err == nil {
 		f.Add(b)
 	}
+	// Outside git, where the file also names the paths to stat and the
+	// directories to list.
+	tree := filepath.Join(f.TempDir(), "tree")
+	os.MkdirAll(filepath.Join(tree, "src"), 0o755)
+	os.MkdirAll(filepath.Join(tree, ".memory"), 0o755)
+	os.WriteFile(filepath.Join(tree, "src", "a.go"), []byte("package src\n"), 0o644)
+	old := time.Now().Add(-time.Hour)
+	for _, p := range []string{filepath.Join(tree, "src", "a.go"), filepath.Join(tree, "src"), tree} {
+		os.Chtimes(p, old, old)
+	}
+	if _, _, err := EntryMarks(tree, cfg, ids, refs); err != nil {
+		f.Fatal(err)
+	}
+	if b, err := os.ReadFile(cachedir.Path(tree, EntryMarksFile)); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		os.WriteFile(cachedir.Path(dir, EntryMarksFile), data, 0o644)
-		if _, err := EntryMarks(dir, cfg, ids, refs); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{dir, tree} {
+			os.WriteFile(cachedir.Path(d, EntryMarksFile), data, 0o644)
+			if _, _, err := EntryMarks(d, cfg, ids, refs); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }

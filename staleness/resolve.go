@@ -309,6 +309,10 @@ func (c *Checker) listWorktree() []string {
 		if c.ctx != nil && c.ctx.Err() != nil {
 			return filepath.SkipAll // the scan stops at its next check
 		}
+		if c.dirNames != nil && p != c.root {
+			parent := filepath.Dir(p)
+			c.dirNames[parent] = append(c.dirNames[parent], d.Name())
+		}
 		if d.IsDir() {
 			if d.Name() == ".git" || d.Name() == "node_modules" || p == cache {
 				return filepath.SkipDir
@@ -317,6 +321,7 @@ func (c *Checker) listWorktree() []string {
 			return nil
 		}
 		if len(out) >= maxWorktreeFiles {
+			c.listCut = true
 			return filepath.SkipAll
 		}
 		if rel, err := filepath.Rel(c.root, p); err == nil {
