@@ -11,11 +11,13 @@ package staleness
 //
 // Outside git the answer depends on the working tree itself: the listing
 // of every directory (bare names and partial paths resolve against it) and
-// the files looked up or counted. It is kept with the stat of each of
-// them, as git's untracked cache keeps a directory's listing with its
-// stat: a session believes it only while every one stats the same (a
-// directory's mtime moves when an entry is added, removed or renamed in
-// it), which costs a stat per directory instead of reading each.
+// the files looked up or counted. It is kept with what it read there
+// (treeStamps), as git's untracked cache keeps a directory's listing with
+// its stat: a session believes it while every directory keeps its names —
+// taken as read while its stat is unchanged (a directory's mtime moves when
+// an entry is added, removed or renamed in it), read again when it moved —
+// and every path looked up is still there or still missing, which costs a
+// stat per directory instead of reading each.
 
 import (
 	"crypto/sha256"
@@ -32,6 +34,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/safefs"
@@ -75,8 +78,8 @@ type entryMarksCache struct {
 	// Ignore are the ignore files the resolution read, by content.
 	Ignore []ignoreDep
 	Marks  map[string]string
-	// Tree is, for an answer computed outside git, the stat of what it
-	// was read from (treeStamps): it holds while each stats the same.
+	// Tree is, for an answer computed outside git, what it was read from
+	// (treeStamps): it holds while every stamp does (pathStamp.holds).
 	// Nil in git.
 	Tree []pathStamp
 }
@@ -406,35 +409,39 @@ type pathStamp struct {
 	Lines int      // stampLines: the count (worktreeLines)
 }
 
-// statStamp is a path's stat (stampOf): absent, or its type and permission
-// bits, size, mtime, ctime (0 where the platform's is not read), device and
-// inode.
+// statStamp is a path's lstat (statcache.LstatRaw): its size, mtime,
+// ctime and inode (0 where the platform has none), and its type bits with
+// bit 0 set — Type 0 when it is absent.
 type statStamp struct {
-	Present            bool
-	Mode               uint32
-	Size, Mtime, Ctime int64
-	Dev, Ino           uint64
+	statcache.Stat
+	Type uint32
+}
+
+// stampOf stats path without following a symlink.
+func stampOf(path string) statStamp {
+	st, typ := statcache.LstatRaw(path)
+	return statStamp{st, typ}
 }
 
 // holds reports whether the path is still as s found it, for what its
 // kind needs, in the working tree at root.
 func (s pathStamp) holds(root string) bool {
 	now := stampOf(s.Path)
+	there := (now.Type != 0) == (s.Stat.Type != 0)
 	if s.Kind == stampLines {
 		// Whether it is there too: a count of -1 is also a file's that
 		// is not regular, or leaves the root.
 		n, err := worktreeLines(root, s.Rel)
-		return now.Present == s.Stat.Present && err == nil && n == s.Lines
+		return there && err == nil && n == s.Lines
 	}
-	same := now.Present == s.Stat.Present && now.Dev == s.Stat.Dev && now.Ino == s.Stat.Ino &&
-		fs.FileMode(now.Mode).Type() == fs.FileMode(s.Stat.Mode).Type()
+	same := now.Type == s.Stat.Type && now.Ino == s.Stat.Ino
 	switch s.Kind {
 	case stampWay:
 		return same
 	case stampPresence:
-		return now.Present == s.Stat.Present
+		return there
 	case stampList:
-		if !same || !now.Present {
+		if !same || now.Type == 0 {
 			return false
 		}
 		return !s.Racy && now == s.Stat || manifest.ListDirSum(s.Path) == s.Names

@@ -27,17 +27,3 @@ func localIdentity(paths ...string) string {
 	}
 	return b.String()
 }
-
-// stampOf stats path without following a symlink; the zero stamp when it
-// cannot be stated (absent).
-func stampOf(path string) statStamp {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return statStamp{}
-	}
-	s := statStamp{Present: true, Mode: uint32(fi.Mode()), Size: fi.Size(), Mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.Dev, s.Ino, s.Ctime = uint64(st.Dev), uint64(st.Ino), ctimeOf(st)
-	}
-	return s
-}
