@@ -256,8 +256,17 @@ func TestBurstCoalesced(t *testing.T) {
 	r := start(t, root, Options{Debounce: 200 * time.Millisecond}, nil)
 	startCount := r.count.Load()
 	began := time.Now()
+	// A pause in the writes as long as half the debounce (the test's
+	// goroutine descheduled on a loaded machine) may let the debounce end
+	// in the middle of the burst: each is allowed one more reconcile.
+	pauses, last := 0, began
 	for round := range rounds {
 		for i := range n {
+			now := time.Now()
+			if now.Sub(last) >= 100*time.Millisecond {
+				pauses++
+			}
+			last = now
 			p := abs(root, cmdRel(i))
 			if round == rounds-1 && i%10 == 0 {
 				if err := os.Remove(p); err != nil {
@@ -321,11 +330,12 @@ func TestBurstCoalesced(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconciles := r.count.Load() - startCount
-	t.Logf("%d file events (%d artifacts x %d rounds) in %s -> %d reconciles", n*rounds, n, rounds, burst.Round(time.Millisecond), reconciles)
+	t.Logf("%d file events (%d artifacts x %d rounds) in %s, %d pauses -> %d reconciles", n*rounds, n, rounds, burst.Round(time.Millisecond), pauses, reconciles)
 	// One per max_delay (2 s) of burst, plus the final one, plus slack for
-	// reconciles that themselves take long on a loaded machine.
-	if limit := int64(burst/DefaultMaxDelay) + 4; reconciles > limit || reconciles < 1 {
-		t.Fatalf("%d reconciles for one burst of %s, want 1..%d", reconciles, burst, limit)
+	// reconciles that themselves take long on a loaded machine, plus one
+	// per pause of the writer.
+	if limit := int64(burst/DefaultMaxDelay) + 4 + int64(pauses); reconciles > limit || reconciles < 1 {
+		t.Fatalf("%d reconciles for one burst of %s with %d pauses, want 1..%d", reconciles, burst, pauses, limit)
 	}
 	checkFiles(t, root)
 }
