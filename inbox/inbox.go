@@ -781,7 +781,7 @@ func prune(log *manifest.Log, keep map[string]bool) map[string]bool {
 	for _, ln := range log.Lines {
 		// Only lines as read or last written carry the field (marks are
 		// always written before they are pruned): no JSON parse per line.
-		if !bytes.Contains(ln.Raw, key) {
+		if !bytes.Contains(ln.Raw(), key) {
 			continue
 		}
 		o := ln.Observation()

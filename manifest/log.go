@@ -332,8 +332,12 @@ func objectKeys(data []byte) ([]string, map[string]json.RawMessage, error) {
 // exactly, whether it parses (Err) and is valid (Invalid); the observation
 // itself is decoded only when asked for (Observation, Find, Observations).
 type Line struct {
-	Raw []byte // the line as read, without its newline
-	Err error  // why the line does not parse (corrupt), or nil
+	// raw is the line as read, without its newline (Raw), unless ck is
+	// set: then it is bytes at to at+n of that chunk of a chunked log.
+	raw   []byte
+	ck    *logChunk
+	at, n int32
+	Err   error // why the line does not parse (corrupt), or nil
 	// Invalid is set when the line parses but fails Validate.
 	Invalid error
 
@@ -357,14 +361,45 @@ type Line struct {
 	scanned bool
 }
 
+// Raw returns the line as read (or as last written), without its
+// newline. The bytes must not be changed.
+func (ln *Line) Raw() []byte {
+	if ln.ck == nil {
+		return ln.raw
+	}
+	b := ln.ck.bytes()
+	return b[ln.at : ln.at+ln.n : ln.at+ln.n]
+}
+
+// rawLen is len(ln.Raw()) without reading a chunked line back.
+func (ln *Line) rawLen() int {
+	if ln.ck == nil {
+		return len(ln.raw)
+	}
+	return int(ln.n)
+}
+
+// setRaw makes b the line's bytes, its own.
+func (ln *Line) setRaw(b []byte) { ln.raw, ln.ck, ln.at, ln.n = b, nil, 0, 0 }
+
+// own gives a line of a chunked log bytes of its own, before something
+// that keeps them (a decoded observation) takes them: it must not hold
+// the chunk.
+func (ln *Line) own() {
+	if ln.ck != nil {
+		ln.setRaw(bytes.Clone(ln.Raw()))
+	}
+}
+
 // Observation returns the line's observation, decoding it on first use
 // (the pointer is live: changes are written by Bytes), or nil when the line
 // is blank or corrupt. Invalid lines have one too.
 func (ln *Line) Observation() *Observation {
 	if ln.obs == nil && ln.parsed {
 		ln.materialize()
+		ln.own()
 		var o Observation
-		body := bytes.TrimSpace(ln.Raw)
+		body := bytes.TrimSpace(ln.raw)
 		if o.decodeScanned(body) {
 			ln.obs, ln.scanned = &o, true
 			ln.takeMarks(ln.obs)
@@ -468,7 +503,7 @@ func (ln *Line) RawTexts() (details, evidence []byte, ok bool) {
 	if !ln.parsed || ln.obs != nil && !ln.scanned {
 		return nil, nil, false
 	}
-	body := bytes.TrimSpace(ln.Raw)
+	body := bytes.TrimSpace(ln.Raw())
 	details, evidence = ln.idx.details.of(body), ln.idx.evidence.of(body)
 	if ln.obs != nil {
 		d, e, err := DecodeTexts(details, evidence)
@@ -525,6 +560,9 @@ func (ln *Line) valid() bool { return ln.parsed && ln.Invalid == nil }
 type Log struct {
 	Lines  []*Line
 	Exists bool // the file was there when read
+	// src is the file a chunked log's lines are read back from
+	// (ReadLogChunked), nil when the log is held whole.
+	src *logSource
 	// noFinalNewline records a last line without "\n" (kept as found).
 	noFinalNewline bool
 	// byID indexes Find over the first indexed lines: the index of each
@@ -562,7 +600,7 @@ func ParseLog(data []byte) *Log {
 			raw, data = data[:i:i], data[i+1:]
 		}
 		ln := &slab[len(l.Lines)]
-		ln.Raw = raw
+		ln.raw = raw
 		l.Lines = append(l.Lines, ln)
 	}
 	parseLines(l.Lines, parallel.Workers(size, parseShare))
@@ -581,13 +619,13 @@ func parseLines(lines []*Line, workers int) {
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
 		var scratch []member
 		for _, ln := range lines[lo:hi] {
-			scratch = parseLine(ln, ln.Raw, scratch)
+			scratch = parseLine(ln, ln.raw, scratch)
 		}
 	})
 }
 
+// parseLine scans raw, the line's bytes (Raw), into ln.
 func parseLine(ln *Line, raw []byte, scratch []member) []member {
-	ln.Raw = raw
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 {
 		return scratch
@@ -607,7 +645,12 @@ func parseLine(ln *Line, raw []byte, scratch []member) []member {
 		return scratch
 	}
 	// What the scan cannot vouch for goes through the full decoder, which
-	// says exactly why a line does not parse.
+	// says exactly why a line does not parse. The observation keeps its
+	// bytes: a chunk's line gets its own first.
+	if ln.ck != nil {
+		ln.own()
+		body = bytes.TrimSpace(ln.raw)
+	}
 	var o Observation
 	if err := o.decode(body); err != nil {
 		ln.Err = err
@@ -791,7 +834,7 @@ func (ln *Line) changed() bool {
 	case ln.obs == nil:
 		return !sameMarks(ln.marks, ln.written)
 	case ln.scanned:
-		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw))
+		return !ln.obs.unchangedFrom(bytes.TrimSpace(ln.Raw()))
 	case ln.orig == nil:
 		return true
 	}
@@ -860,7 +903,7 @@ func (l *Log) Bytes() ([]byte, error) {
 		if fresh != nil && fresh[i] != nil {
 			size += len(fresh[i])
 		} else {
-			size += len(ln.Raw)
+			size += ln.rawLen()
 		}
 	}
 	var buf bytes.Buffer
@@ -914,7 +957,7 @@ func encodeRuns(lines []*Line, fresh [][]byte, workers int) error {
 			if ln.obs == nil || !ln.changed() {
 				continue
 			}
-			b, err := encodeLine(ln.obs, len(ln.Raw))
+			b, err := encodeLine(ln.obs, ln.rawLen())
 			if err != nil {
 				first.note(i, err)
 				return
@@ -979,7 +1022,7 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte, declined map[int][]byte) (
 		size := 0
 		for i, ln := range lines {
 			if ln.obs == nil && ln.marks != nil && (fresh == nil || fresh[lo+i] == nil) {
-				size += len(ln.Raw)
+				size += ln.rawLen()
 			}
 		}
 		if size > 0 {
@@ -992,7 +1035,7 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte, declined map[int][]byte) (
 		}
 		for i, ln := range lines {
 			at := lo + i
-			out := ln.Raw
+			out := ln.Raw()
 			switch {
 			case fresh != nil && fresh[at] != nil:
 				out = fresh[at]
@@ -1013,6 +1056,11 @@ func (l *Log) writeLines(w io.Writer, fresh [][]byte, declined map[int][]byte) (
 				}
 			}
 		}
+	}
+	// A chunk that could not be read back was written as placeholder
+	// bytes: what was written is not the log.
+	if err := l.Err(); err != nil {
+		return false, err
 	}
 	return newline, nil
 }
@@ -1043,12 +1091,12 @@ func patchRuns(lines []*Line, fresh [][]byte, lo int, block []patchedLine, worke
 			case ok:
 			case o != nil:
 				var err error
-				if out, err = encodeLine(o, len(ln.Raw)); err != nil {
+				if out, err = encodeLine(o, ln.rawLen()); err != nil {
 					first.note(i, err)
 					return
 				}
 			default:
-				out = ln.Raw // the decoder refused what the scan vouched for: as read
+				out = ln.Raw() // the decoder refused what the scan vouched for: as read
 			}
 			block[i] = patchedLine{b: out, declined: !ok}
 		}
@@ -1161,13 +1209,19 @@ func (s *LogStage) Release() {
 // one until Release, as Staged.Commit does); the Log then holds the lines
 // as written.
 func (s *LogStage) Commit() error {
+	if err := s.l.Err(); err != nil {
+		// Read back wrong since it was staged: the pass read a file that
+		// changed under it, and writes nothing.
+		s.file.Abort()
+		return err
+	}
 	if err := s.file.Commit(); err != nil {
 		return err
 	}
 	l := s.l
 	for i, ln := range l.Lines {
 		if b, ok := s.declined[i]; ok {
-			*ln = Line{}
+			*ln = Line{raw: b}
 			parseLine(ln, b, nil) // the line as written, read again
 			continue
 		}
@@ -1178,7 +1232,7 @@ func (s *LogStage) Commit() error {
 		if s.fresh == nil || s.fresh[i] == nil {
 			continue
 		}
-		ln.Raw = s.fresh[i]
+		ln.setRaw(s.fresh[i])
 		ln.obs.raw = s.fresh[i]
 		ln.obs.set, ln.obs.setOrder = nil, nil
 		ln.orig, ln.scanned = ln.obs.Clone(), false

@@ -216,34 +216,34 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 	for i, ln := range lz.Lines {
 		ol := old.Lines[i]
 		if fmt.Sprint(ln.Err) != strings.ReplaceAll(fmt.Sprint(ol.Err), "oldPlainObservation", "plainObservation") || fmt.Sprint(ln.Invalid) != fmt.Sprint(ol.Invalid) {
-			t.Fatalf("line %d %q: err %v / %v, invalid %v / %v", i, ln.Raw, ln.Err, ol.Err, ln.Invalid, ol.Invalid)
+			t.Fatalf("line %d %q: err %v / %v, invalid %v / %v", i, ln.Raw(), ln.Err, ol.Err, ln.Invalid, ol.Invalid)
 		}
 		if ol.Obs != nil && (ln.ID() != ol.Obs.ID || ln.Type() != ol.Obs.Type || ln.Status() != ol.Obs.Status || ln.ArtifactPath() != ol.Obs.ArtifactPath) {
-			t.Fatalf("line %d %q: index fields %q %q %q %q before decoding, decoded %q %q %q %q", i, ln.Raw,
+			t.Fatalf("line %d %q: index fields %q %q %q %q before decoding, decoded %q %q %q %q", i, ln.Raw(),
 				ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ol.Obs.ID, ol.Obs.Type, ol.Obs.Status, ol.Obs.ArtifactPath)
 		}
 		if ol.Obs != nil && (ln.MayBeStale() != ol.Obs.MayBeStale || ln.NeedsReview() != ol.Obs.NeedsReview || ln.StaleReason() != ol.Obs.StaleReason) {
-			t.Fatalf("line %d %q: marks %v %v %q before decoding, decoded %v %v %q", i, ln.Raw, ln.MayBeStale(), ln.NeedsReview(), ln.StaleReason(),
+			t.Fatalf("line %d %q: marks %v %v %q before decoding, decoded %v %v %q", i, ln.Raw(), ln.MayBeStale(), ln.NeedsReview(), ln.StaleReason(),
 				ol.Obs.MayBeStale, ol.Obs.NeedsReview, ol.Obs.StaleReason)
 		}
 		// The raw texts decide the decoded ones.
 		if d, e, ok := ln.RawTexts(); ok {
 			if ol.Obs == nil {
-				t.Fatalf("line %d %q: raw texts of a line that does not decode", i, ln.Raw)
+				t.Fatalf("line %d %q: raw texts of a line that does not decode", i, ln.Raw())
 			}
 			var details string
 			var evidence []string
 			if d != nil && json.Unmarshal(d, &details) != nil || e != nil && json.Unmarshal(e, &evidence) != nil {
-				t.Fatalf("line %d %q: raw texts %q %q do not decode", i, ln.Raw, d, e)
+				t.Fatalf("line %d %q: raw texts %q %q do not decode", i, ln.Raw(), d, e)
 			}
 			if dd, de, err := DecodeTexts(d, e); err != nil || dd != details || !reflect.DeepEqual(de, evidence) {
-				t.Fatalf("line %d %q: DecodeTexts = %q %#v %v, encoding/json %q %#v", i, ln.Raw, dd, de, err, details, evidence)
+				t.Fatalf("line %d %q: DecodeTexts = %q %#v %v, encoding/json %q %#v", i, ln.Raw(), dd, de, err, details, evidence)
 			}
 			if details != ol.Obs.Details || !reflect.DeepEqual(evidence, ol.Obs.Evidence) {
-				t.Fatalf("line %d %q: raw texts decode to %q %#v, the observation has %q %#v", i, ln.Raw, details, evidence, ol.Obs.Details, ol.Obs.Evidence)
+				t.Fatalf("line %d %q: raw texts decode to %q %#v, the observation has %q %#v", i, ln.Raw(), details, evidence, ol.Obs.Details, ol.Obs.Evidence)
 			}
 		} else if ln.Parsed() && !ln.Decoded() {
-			t.Fatalf("line %d %q: no raw texts for a scanned line", i, ln.Raw)
+			t.Fatalf("line %d %q: no raw texts for a scanned line", i, ln.Raw())
 		}
 	}
 	for _, id := range []string{"obs_a", "obs_b", "obs_c", "obs_x y"} {
@@ -255,7 +255,7 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 	for i, ln := range lz.Lines {
 		o, ol := ln.Observation(), old.Lines[i].Obs
 		if (o == nil) != (ol == nil) || o != nil && !reflect.DeepEqual(oldObservation(*o), *ol) {
-			t.Fatalf("line %d %q decodes to %+v, old %+v", i, ln.Raw, o, ol)
+			t.Fatalf("line %d %q decodes to %+v, old %+v", i, ln.Raw(), o, ol)
 		}
 	}
 	if lz.Changed() || old.Changed() {
@@ -267,7 +267,7 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 				v1, ok1 := o.Extra(k)
 				v2, ok2 := old.Lines[i].Obs.Extra(k)
 				if ok1 != ok2 || !bytes.Equal(v1, v2) {
-					t.Fatalf("line %d %q: Extra(%q) = %q %v, old %q %v", i, ln.Raw, k, v1, ok1, v2, ok2)
+					t.Fatalf("line %d %q: Extra(%q) = %q %v, old %q %v", i, ln.Raw(), k, v1, ok1, v2, ok2)
 				}
 			}
 		}
@@ -293,7 +293,7 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 		dd, de, err := DecodeTexts(d, e)
 		o := ln.Observation()
 		if err != nil || o == nil || dd != o.Details || len(de) != len(o.Evidence) || len(de) > 0 && !reflect.DeepEqual(de, o.Evidence) {
-			t.Fatalf("line %d %q: raw texts %q %q after changes, the observation has %q %#v", i, ln.Raw, d, e, o.Details, o.Evidence)
+			t.Fatalf("line %d %q: raw texts %q %q after changes, the observation has %q %#v", i, ln.Raw(), d, e, o.Details, o.Evidence)
 		}
 	}
 	if r.Intn(2) == 0 {
@@ -669,7 +669,7 @@ func TestParseLinesParallel(t *testing.T) {
 	split := func() []*Line {
 		var lines []*Line
 		for _, raw := range bytes.Split(data[:len(data)-1], []byte{'\n'}) {
-			lines = append(lines, &Line{Raw: raw})
+			lines = append(lines, &Line{raw: raw})
 		}
 		return lines
 	}
@@ -689,7 +689,7 @@ func TestParseLinesParallel(t *testing.T) {
 		parseLines(got, workers)
 		for i := range want {
 			if !reflect.DeepEqual(got[i], want[i]) {
-				t.Fatalf("%d workers, line %d (%q): %+v, one goroutine: %+v", workers, i, want[i].Raw, *got[i], *want[i])
+				t.Fatalf("%d workers, line %d (%q): %+v, one goroutine: %+v", workers, i, want[i].Raw(), *got[i], *want[i])
 			}
 		}
 	}
@@ -699,7 +699,7 @@ func TestParseLinesParallel(t *testing.T) {
 	}
 	for i := range want {
 		if !reflect.DeepEqual(l.Lines[i], want[i]) {
-			t.Fatalf("ParseLog line %d (%q) differs from the serial scan", i, want[i].Raw)
+			t.Fatalf("ParseLog line %d (%q) differs from the serial scan", i, want[i].Raw())
 		}
 	}
 }
@@ -805,7 +805,7 @@ func TestDecodeLinesParallel(t *testing.T) {
 	DecodeLines(got.Lines)
 	for i := range want.Lines {
 		if !reflect.DeepEqual(got.Lines[i], want.Lines[i]) {
-			t.Fatalf("line %d (%q): decoded together %+v, alone %+v", i, want.Lines[i].Raw, *got.Lines[i], *want.Lines[i])
+			t.Fatalf("line %d (%q): decoded together %+v, alone %+v", i, want.Lines[i].Raw(), *got.Lines[i], *want.Lines[i])
 		}
 		if got.Lines[i].Parsed() && !got.Lines[i].Decoded() {
 			t.Fatalf("line %d was not decoded", i)
@@ -832,10 +832,10 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 		decoded := ln.Decoded()
 		ln.SetMarks(m)
 		if !decoded && ln.Decoded() {
-			t.Fatalf("line %d %q: SetMarks decoded it", i, ln.Raw)
+			t.Fatalf("line %d %q: SetMarks decoded it", i, ln.Raw())
 		}
 		if got := ln.Marks(); got != m {
-			t.Fatalf("line %d %q: Marks() = %+v after SetMarks(%+v)", i, ln.Raw, got, m)
+			t.Fatalf("line %d %q: Marks() = %+v after SetMarks(%+v)", i, ln.Raw(), got, m)
 		}
 		want[i] = m
 		if o := ref.Lines[i].Observation(); o != nil {
@@ -844,7 +844,7 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 		if r.Intn(5) == 0 {
 			// Decoded after: the observation has the marks.
 			if o := ln.Observation(); o != nil && (Marks{o.MayBeStale, o.NeedsReview, o.StaleReason}) != m {
-				t.Fatalf("line %d %q: decoded after SetMarks(%+v): %+v", i, ln.Raw, m, o)
+				t.Fatalf("line %d %q: decoded after SetMarks(%+v): %+v", i, ln.Raw(), m, o)
 			}
 		}
 	}
@@ -853,7 +853,7 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 	}
 	for _, ln := range lz.Lines {
 		if ln.marks != nil {
-			if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw), *ln.marks); ok {
+			if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw()), *ln.marks); ok {
 				patched++
 			}
 		}
@@ -899,15 +899,15 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 			bl := back.Lines[i]
 			d1, e1, ok1 := ln.RawTexts()
 			d2, e2, ok2 := bl.RawTexts()
-			if settled && !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.ID() != bl.ID() || ln.Status() != bl.Status() ||
+			if settled && !bytes.Equal(bytes.TrimSpace(ln.Raw()), bytes.TrimSpace(bl.Raw())) || ln.ID() != bl.ID() || ln.Status() != bl.Status() ||
 				ln.Marks() != bl.Marks() || ln.HasResolution() != bl.HasResolution() ||
 				ok1 && ok2 && (!bytes.Equal(d1, d2) || !bytes.Equal(e1, e2)) || ok1 != ok2 && !ln.Decoded() {
-				t.Fatalf("line %d after the write (settled %v): %q %v %q %q, read back: %q %v %q %q", i, settled, ln.Raw, ok1, d1, e1, bl.Raw, ok2, d2, e2)
+				t.Fatalf("line %d after the write (settled %v): %q %v %q %q, read back: %q %v %q %q", i, settled, ln.Raw(), ok1, d1, e1, bl.Raw(), ok2, d2, e2)
 			}
 			if !settled && r.Intn(3) == 0 && ln.Observation() != nil {
 				// Decoded before a settle: the line holds the file's bytes.
-				if !bytes.Equal(bytes.TrimSpace(ln.Raw), bytes.TrimSpace(bl.Raw)) || ln.Marks() != bl.Marks() {
-					t.Fatalf("line %d decoded after the write: %q %+v, read back: %q %+v", i, ln.Raw, ln.Marks(), bl.Raw, bl.Marks())
+				if !bytes.Equal(bytes.TrimSpace(ln.Raw()), bytes.TrimSpace(bl.Raw())) || ln.Marks() != bl.Marks() {
+					t.Fatalf("line %d decoded after the write: %q %+v, read back: %q %+v", i, ln.Raw(), ln.Marks(), bl.Raw(), bl.Marks())
 				}
 			}
 		}
@@ -919,7 +919,7 @@ func checkMarksPatch(t *testing.T, data []byte, seed int64) (patched int) {
 		for _, l := range []*Log{lz, back} {
 			ln := l.Lines[i]
 			if o := ln.Observation(); o != nil && ln.Invalid == nil && (ln.Marks() != m || Marks{o.MayBeStale, o.NeedsReview, o.StaleReason} != m) {
-				t.Fatalf("line %d %q: marks %+v / %+v after the write, want %+v", i, ln.Raw, ln.Marks(), o, m)
+				t.Fatalf("line %d %q: marks %+v / %+v after the write, want %+v", i, ln.Raw(), ln.Marks(), o, m)
 			}
 		}
 	}
@@ -1099,7 +1099,7 @@ func TestMarksPatchMatchesDecoding(t *testing.T) {
 	}
 	patched = 0
 	for _, ln := range lz.Lines {
-		if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw), *ln.marks); ok {
+		if _, _, ok := patchMarks(nil, bytes.TrimSpace(ln.Raw()), *ln.marks); ok {
 			patched++
 		}
 	}
@@ -1172,7 +1172,7 @@ func TestMarksChangedAfterTheirWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := back.Lines[0].Marks(); got != then {
-				t.Errorf("then %+v, %s between: the file holds %+v: %s", then, between, got, back.Lines[0].Raw)
+				t.Errorf("then %+v, %s between: the file holds %+v: %s", then, between, got, back.Lines[0].Raw())
 			}
 		}
 	}

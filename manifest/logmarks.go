@@ -81,7 +81,7 @@ func (ln *Line) takeMarks(o *Observation) {
 // (not kept: the log is only read while it is written) and marked, for
 // the caller to encode; or neither when the full decoder refuses it.
 func (ln *Line) markedBytes(m Marks) (b []byte, o *Observation, ok bool) {
-	body := bytes.TrimSpace(ln.Raw)
+	body := bytes.TrimSpace(ln.Raw())
 	if b, _, ok := patchMarks(make([]byte, 0, markedRoom(body, m)), body, m); ok {
 		return b, nil, true
 	}
@@ -132,7 +132,7 @@ func (ln *Line) materialize() {
 	if ln.marks != nil {
 		want = *ln.marks
 	}
-	body := bytes.TrimSpace(ln.Raw)
+	body := bytes.TrimSpace(ln.Raw())
 	b, at, ok := patchMarks(make([]byte, 0, markedRoom(body, *w)), body, *w)
 	if !ok {
 		// Not reached: the write patched this line (it was not declined
@@ -142,7 +142,7 @@ func (ln *Line) materialize() {
 		ln.marks = &want
 		return
 	}
-	ln.Raw = b
+	ln.setRaw(b)
 	ln.idx.mayBeStale, ln.idx.needsReview, ln.idx.staleReason = w.MayBeStale, w.NeedsReview, w.StaleReason
 	ln.idx.details, ln.idx.evidence = at.details, at.evidence
 	ln.marks = nil // as written

@@ -45,19 +45,19 @@ type logItem struct {
 func splitLog(data []byte) logSide {
 	s := logSide{byID: map[string]*manifest.Line{}, raw: map[string]bool{}}
 	for _, ln := range manifest.ParseLog(data).Lines {
-		if len(bytes.TrimSpace(ln.Raw)) == 0 {
+		if len(bytes.TrimSpace(ln.Raw())) == 0 {
 			continue
 		}
 		if o := ln.Observation(); o != nil && o.ID != "" {
 			if _, dup := s.byID[o.ID]; !dup {
 				s.byID[o.ID] = ln
-				s.order = append(s.order, logItem{id: o.ID, raw: ln.Raw})
+				s.order = append(s.order, logItem{id: o.ID, raw: ln.Raw()})
 				continue
 			}
 			// A second line with the same id is kept as it is.
 		}
-		s.raw[string(ln.Raw)] = true
-		s.order = append(s.order, logItem{raw: ln.Raw})
+		s.raw[string(ln.Raw())] = true
+		s.order = append(s.order, logItem{raw: ln.Raw()})
 	}
 	return s
 }
@@ -96,15 +96,15 @@ func Log(base, ours, theirs []byte) ([]byte, Report) {
 			if inO && sameLine(la, lo) {
 				continue // theirs removed it, ours did not touch it
 			}
-			line(la.Raw)
+			line(la.Raw())
 			continue
 		}
 		switch {
-		case bytes.Equal(la.Raw, lb.Raw), inO && sameLine(lb, lo):
-			line(la.Raw) // theirs did not change it
+		case bytes.Equal(la.Raw(), lb.Raw()), inO && sameLine(lb, lo):
+			line(la.Raw()) // theirs did not change it
 			continue
 		case inO && sameLine(la, lo):
-			line(lb.Raw) // ours did not change it
+			line(lb.Raw()) // ours did not change it
 			continue
 		}
 		var base *manifest.Observation
@@ -115,8 +115,8 @@ func Log(base, ours, theirs []byte) ([]byte, Report) {
 		enc, err := json.Marshal(m)
 		if err != nil {
 			rep.note("observation %s: cannot encode the merge (%v); kept both sides' lines", it.id, err)
-			line(la.Raw)
-			line(lb.Raw)
+			line(la.Raw())
+			line(lb.Raw())
 			continue
 		}
 		line(enc)
@@ -139,7 +139,7 @@ func Log(base, ours, theirs []byte) ([]byte, Report) {
 		if lo, inO := o.byID[it.id]; inO && sameLine(lb, lo) {
 			continue // ours removed it, theirs did not touch it
 		}
-		line(lb.Raw)
+		line(lb.Raw())
 	}
 	if corrupt > 0 {
 		rep.note("%d line(s) that do not parse kept as they are", corrupt)
@@ -155,7 +155,7 @@ func isCorrupt(raw []byte) bool {
 }
 
 func sameLine(x, y *manifest.Line) bool {
-	if bytes.Equal(x.Raw, y.Raw) {
+	if bytes.Equal(x.Raw(), y.Raw()) {
 		return true
 	}
 	bx, err1 := json.Marshal(x.Observation())

@@ -116,8 +116,8 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 	if log != nil {
-		// Lines the cache does not answer are extracted after the loop,
-		// on every core (extractTexts); their entries wait in place.
+		// Lines the cache does not answer are extracted a batch at a
+		// time, on every core (extractTexts); their entries wait in place.
 		var pending []pendingText
 		pendingAt := map[[32]byte]int{}
 		var dups [][2]int // {pending, entry}: more lines with a pending text
@@ -131,6 +131,35 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		// scan, and the keys of a 100,000-line log held at once would be
 		// 6 MB more at a cold pass's peak.
 		c.cache.expectUsed(len(log.Lines))
+		// The pending texts are extracted a batch at a time: they are
+		// slices of the lines' bytes, and a chunked log's lines are read
+		// back a chunk at a time (manifest.ReadLogChunked): held to the
+		// end, they held the whole log.
+		drop := false
+		flush := func() {
+			extractTexts(pending, opts)
+			for i := range pending {
+				p := &pending[i]
+				if !p.ok {
+					// The scan vouched for the values: never seen. The
+					// entries go, as a line that cannot be read is not
+					// checked.
+					drop = true
+					entries[p.entry].gone = true
+					continue
+				}
+				p.refs = c.extract(p.key, func() []Ref { return p.refs })
+				entries[p.entry].refs = p.refs
+			}
+			for _, d := range dups {
+				p := &pending[d[0]]
+				entries[d[1]].refs, entries[d[1]].gone = p.refs, !p.ok
+				drop = drop || !p.ok
+			}
+			clear(pending)
+			pending, dups = pending[:0], dups[:0]
+			clear(pendingAt)
+		}
 		for ln, r := range keyedLines(log.Lines, c.cache.extOld) {
 			if r.ok {
 				k := r.key
@@ -156,6 +185,9 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 					}
 				}
 				entries = append(entries, entry{id: ln.ID(), refs: refs})
+				if len(pending) >= keyBatch {
+					flush()
+				}
 				continue
 			}
 			o := ln.Observation()
@@ -166,26 +198,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
 			entries = append(entries, entry{id: o.ID, refs: refs})
 		}
-		extractTexts(pending, opts)
-		drop := false
-		for i := range pending {
-			p := &pending[i]
-			if !p.ok {
-				// The scan vouched for the values: never seen. The
-				// entries go, as a line that cannot be read is not
-				// checked.
-				drop = true
-				entries[p.entry].gone = true
-				continue
-			}
-			p.refs = c.extract(p.key, func() []Ref { return p.refs })
-			entries[p.entry].refs = p.refs
-		}
-		for _, d := range dups {
-			p := &pending[d[0]]
-			entries[d[1]].refs, entries[d[1]].gone = p.refs, !p.ok
-			drop = drop || !p.ok
-		}
+		flush()
 		if drop {
 			entries = slices.DeleteFunc(entries, func(e entry) bool { return e.gone })
 		}

@@ -296,7 +296,7 @@ func TestScanRawTextsAndChangedObservations(t *testing.T) {
 	}
 	for i, ln := range again.Lines {
 		if ln.Decoded() {
-			t.Errorf("line %d %q decoded by a Scan the cache answered", i, ln.Raw)
+			t.Errorf("line %d %q decoded by a Scan the cache answered", i, ln.Raw())
 		}
 	}
 
@@ -480,6 +480,23 @@ func TestScanAcrossKeyBatches(t *testing.T) {
 	}
 	if warm != cold {
 		t.Error("the scan from the cache reports otherwise than the cold one")
+	}
+	// The same log read in chunks (as a large one is): its lines' bytes
+	// read back a chunk at a time.
+	path := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chunked, err := manifest.ReadLogChunks(path, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunked.Lines[changed].Observation().Details = "now moved out of src/util.go"
+	if got, _ := cacheRun(t, r.dir, Auto, cfg, chunked, true); got != cold {
+		t.Error("the scan of the log read in chunks reports otherwise")
+	}
+	if err := chunked.Err(); err != nil {
+		t.Fatal(err)
 	}
 	var rep Report
 	if err := json.Unmarshal([]byte(cold), &rep); err != nil {
