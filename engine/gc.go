@@ -4,6 +4,8 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+
+	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // Collector settings of a full pass (relaxGC).
@@ -21,6 +23,13 @@ const (
 	// pass grow to 300 MiB where 210 serve it in the same time.
 	passHeapFloor          = 128 << 20
 	passHeapPerLogHalfByte = 11
+	// passHeapPerChunkedLogHalfByte is the limit's bytes per byte of a log
+	// read in chunks (manifest.ReadsChunked), which the pass does
+	// not hold: four. A 100,000 observations' first pass holds about three
+	// per byte at its peak instead of four; at four per byte its peak RSS
+	// went from 212 to 159 MiB for about 10 % more time (the collector
+	// runs more often), at three and a half to 154 MiB for 20–30 % more.
+	passHeapPerChunkedLogHalfByte = 8
 )
 
 // relaxGC sets the collector for one full pass and returns what restores
@@ -40,7 +49,11 @@ func relaxGC(logPath string) (restore func()) {
 	}
 	limit := int64(passHeapFloor)
 	if fi, err := os.Lstat(logPath); err == nil && fi.Size() < math.MaxInt64/passHeapPerLogHalfByte {
-		limit = max(limit, fi.Size()*passHeapPerLogHalfByte/2)
+		per := int64(passHeapPerLogHalfByte)
+		if manifest.ReadsChunked(fi.Size()) {
+			per = passHeapPerChunkedLogHalfByte
+		}
+		limit = max(limit, fi.Size()*per/2)
 	}
 	oldLimit := debug.SetMemoryLimit(limit)
 	oldPercent := debug.SetGCPercent(passGCPercent)

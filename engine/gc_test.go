@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"testing"
+
+	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // percent and limit read the collector's settings without changing them.
@@ -23,8 +25,12 @@ func TestRelaxGC(t *testing.T) {
 	}{
 		{-1, passHeapFloor}, // no log
 		{1 << 20, passHeapFloor},
-		{64 << 20, 64 << 20 * passHeapPerLogHalfByte / 2},
+		{manifest.ChunkedFrom - 1, max(passHeapFloor, (manifest.ChunkedFrom-1)*passHeapPerLogHalfByte/2)},
+		{64 << 20, 64 << 20 * passHeapPerChunkedLogHalfByte / 2}, // read in chunks: not held
 	} {
+		if c.size >= manifest.ChunkedFrom && !manifest.ReadsChunked(c.size) {
+			c.want = c.size * passHeapPerLogHalfByte / 2
+		}
 		if c.size >= 0 {
 			if err := os.WriteFile(log, nil, 0o644); err != nil {
 				t.Fatal(err)

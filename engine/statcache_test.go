@@ -47,6 +47,9 @@ type twin struct {
 	// confirm, when not nil, is both passes' Pass.Confirm: the missing
 	// artifacts they may call deleted (the watcher's grace window).
 	confirm map[string]bool
+	// norm, when set, is applied to both reports and both files' renderings
+	// before they are compared.
+	norm func(string) string
 }
 
 const nArtifacts = 12
@@ -122,10 +125,16 @@ func (tw *twin) reconcile(what string) Report {
 		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
 	}
 	ja, jb := tw.report(ra, tw.a), tw.report(rb, tw.b)
+	if tw.norm != nil {
+		ja, jb = tw.norm(ja), tw.norm(jb)
+	}
 	if ja != jb {
 		tw.t.Fatalf("%s: reports differ\nwith cache:    %s\nwithout cache: %s", what, ja, jb)
 	}
 	fa, fb := tw.files(tw.a), tw.files(tw.b)
+	if tw.norm != nil {
+		fa, fb = tw.norm(fa), tw.norm(fb)
+	}
 	if fa != fb {
 		tw.t.Fatalf("%s: files differ\nwith cache:\n%s\nwithout cache:\n%s", what, fa, fb)
 	}

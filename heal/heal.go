@@ -693,7 +693,7 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 // loadFiles reads the log, the manifest, the usage file and the two
 // knowledge files into st.
 func loadFiles(st *State, p manifest.Paths, res *manifest.Resolver) error {
-	log, err := manifest.ReadLog(p.Log)
+	log, err := manifest.ReadLogChunked(p.Log)
 	if err != nil {
 		return err
 	}
@@ -1516,6 +1516,7 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	if err != nil {
 		return nil, Result{}, err
 	}
+	failpoint.Pause("reconcile:after-read")
 	if !st.Log.Exists {
 		return nil, Result{}, nil
 	}
@@ -1633,6 +1634,12 @@ func (pr *pass) commitLocked(ctx context.Context) (Result, error) {
 	failpoint.Pause("reconcile:before-write")
 	if gitrepo.StampOf(pr.gitDir) != pr.stamp {
 		return Result{}, ErrGitMoved
+	}
+	if err := st.Log.Err(); err != nil {
+		// A line of a log read in chunks could not be read back (another
+		// program rewrote it in place): what the pass decided from it
+		// stands on bytes it did not read, and nothing is written.
+		return Result{}, err
 	}
 	var jp *journal.Pass
 	settleDay := false // a session pass due to record kept events that has none
@@ -1925,7 +1932,7 @@ func StalePass(ctx context.Context, root string, opts Options) (Result, error) {
 		opts.Warm.lend(st)
 		st.notes = st.prior // the manifest is not planned here: its notes stand
 	} else {
-		if st.Log, err = manifest.ReadLog(p.Log); err != nil {
+		if st.Log, err = manifest.ReadLogChunked(p.Log); err != nil {
 			opts.Warm.Forget()
 			return res, err
 		}

@@ -44,6 +44,8 @@ func init() {
 		"backdate":   cmdBackdate,
 		"mkfifo":     cmdMkfifo,
 		"waitfile":   cmdWaitFile,
+		"padfile":    cmdPadFile,
+		"pokebyte":   cmdPokeByte,
 	} {
 		if _, dup := scriptCmds[name]; dup {
 			panic("scriptCmds: command " + name + " registered twice (see scriptcmds_test.go)")
@@ -586,6 +588,42 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	}
 	ts.Fatalf("%s did not appear in 30s", args[0])
+}
+
+// padfile FILE LINES BYTES: appends LINES lines of "# " and BYTES x's (a
+// log made large with lines that are no observation).
+func cmdPadFile(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 || neg {
+		ts.Fatalf("usage: padfile FILE LINES BYTES")
+	}
+	lines, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_APPEND|os.O_WRONLY, 0)
+	ts.Check(err)
+	line := "# " + strings.Repeat("x", n) + "\n"
+	for range lines {
+		_, err = f.WriteString(line)
+		ts.Check(err)
+	}
+	ts.Check(f.Close())
+}
+
+// pokebyte FILE OFFSET CHAR: writes CHAR over the byte at OFFSET in place
+// (the same file, the same size), as a program rewriting a file in place
+// does.
+func cmdPokeByte(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 || neg || len(args[2]) != 1 {
+		ts.Fatalf("usage: pokebyte FILE OFFSET CHAR")
+	}
+	off, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY, 0)
+	ts.Check(err)
+	_, err = f.WriteAt([]byte(args[2]), off)
+	ts.Check(err)
+	ts.Check(f.Close())
 }
 
 // ---------------------------------------------------------------- integrity
