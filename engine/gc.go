@@ -24,11 +24,13 @@ const (
 	passHeapFloor          = 128 << 20
 	passHeapPerLogHalfByte = 11
 	// passHeapPerChunkedLogHalfByte is the limit's bytes per byte of a log
-	// read in chunks (manifest.ReadsChunked), which the pass does
-	// not hold: four. A 100,000 observations' first pass holds about three
-	// per byte at its peak instead of four; at four per byte its peak RSS
-	// went from 212 to 159 MiB for about 10 % more time (the collector
-	// runs more often), at three and a half to 154 MiB for 20–30 % more.
+	// read in chunks (manifest.ReadsChunked), which the pass does not
+	// hold: four. A 100,000 observations' first pass holds about three per
+	// byte at its peak instead of four. Alternated with the limit of 5.5
+	// per byte on a whole log: its peak RSS 212 -> 158 MiB, its time
+	// 2.6-2.9 -> 3.1-3.3 s (the collector runs more often); a full pass
+	// with the caches 255 -> 189 MiB, 1.7-1.8 -> 1.8-2.0 s. At three and a
+	// half per byte, once: 154 MiB.
 	passHeapPerChunkedLogHalfByte = 8
 )
 

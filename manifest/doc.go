@@ -12,7 +12,10 @@
 // decoded only when asked for, and a changed one is re-encoded by patching
 // its fields in their original order (log.go, logscan.go). Staleness marks
 // set on a line nothing decoded are patched into its bytes at the write,
-// where that gives the bytes re-encoding gives (logmarks.go).
+// where that gives the bytes re-encoding gives (logmarks.go). A log of 16
+// MiB or more can be read in chunks, its lines' bytes read back from the
+// open file as they are needed, checked against each chunk's checksum
+// (logchunks.go).
 //
 // The manifest is decoded without reflection and encoded to the bytes
 // json.MarshalIndent writes, reusing the bytes of every entry that did not
