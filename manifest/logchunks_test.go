@@ -35,7 +35,12 @@ func writeTemp(t testing.TB, data []byte) string {
 // and after a first write (write: else Bytes only, without a file's sync).
 func checkChunked(t *testing.T, data []byte, chunk int, seed int64, write bool) {
 	t.Helper()
-	path := writeTemp(t, data)
+	checkChunkedAt(t, writeTemp(t, data), data, chunk, seed, write)
+}
+
+// checkChunkedAt is checkChunked with data already written at path.
+func checkChunkedAt(t *testing.T, path string, data []byte, chunk int, seed int64, write bool) {
+	t.Helper()
 	whole := ParseLog(bytes.Clone(data))
 	ch, err := readLogChunked(path, 0, chunk, 1)
 	if err != nil {
@@ -133,8 +138,14 @@ func FuzzReadLogChunked(f *testing.F) {
 	}
 	f.Add([]byte("\n\n{\"id\":\"obs_a\"}\r\n"), uint16(1), int64(2))
 	f.Add([]byte("{\"id\":\"obs_a\",\"type\":\"workflow\",\"pattern\":\"p\"}"), uint16(3), int64(3))
+	// One file per fuzzing process, rewritten for each input: a directory
+	// made and removed per input cost most of an execution.
+	path := filepath.Join(f.TempDir(), "learning-log.jsonl")
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint16, seed int64) {
-		checkChunked(t, data, 1+int(chunk), seed, false)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		checkChunkedAt(t, path, data, 1+int(chunk), seed, false)
 	})
 }
 
