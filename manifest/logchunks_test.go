@@ -188,6 +188,23 @@ func bigLog(n int) []byte {
 	return b.Bytes()
 }
 
+// rewriteInPlace writes over path, which holds data, as a program
+// rewriting a file in place does (the same file, the same size: line 3's
+// pattern changed), and returns what it holds then.
+func rewriteInPlace(t *testing.T, path string, data []byte) []byte {
+	t.Helper()
+	theirs := bytes.Replace(data, []byte(`"p 3"`), []byte(`"q 3"`), 1)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(theirs, 0); err != nil {
+		t.Fatal(err)
+	}
+	return theirs
+}
+
 // Another program rewriting the file in place while a pass holds it: a
 // line read back from a chunk whose bytes changed is not trusted, the log
 // says why (Err), and no write of it happens — the file keeps what that
@@ -199,15 +216,7 @@ func TestReadLogChunkedRewrittenInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := bytes.Replace(data, []byte(`"p 3"`), []byte(`"q 3"`), 1)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(theirs, 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	theirs := rewriteInPlace(t, path, data)
 	l.Lines[len(l.Lines)-1].SetMarks(Marks{MayBeStale: true, StaleReason: "x"})
 	err = WriteLog(path, l)
 	if err == nil || !strings.Contains(err.Error(), "changed while it was read") || !strings.Contains(err.Error(), path) {
@@ -318,15 +327,7 @@ func TestReadLogChunkedStagedThenRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs := bytes.Replace(data, []byte(`"p 3"`), []byte(`"q 3"`), 1)
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(theirs, 0); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	theirs := rewriteInPlace(t, path, data)
 	l.Lines[3].Raw() // read back: its chunk differs now
 	if err := s.Commit(); err == nil {
 		t.Fatal("committed a log read back wrong")
