@@ -192,9 +192,11 @@ func readLogChunked(path string, from, chunk, keep int) (*Log, error) {
 		buf = buf[:n+m]
 		eof := errors.Is(rerr, io.EOF) || errors.Is(rerr, io.ErrUnexpectedEOF)
 		if rerr != nil && !eof {
+			f.Close()
 			return nil, fmt.Errorf("read %s: %w", path, rerr)
 		}
 		if off+int64(len(buf)) > safefs.MaxJournal {
+			f.Close()
 			return nil, &safefs.RefusedError{Path: path, Reason: fmt.Sprintf("grew over the %d-byte limit while read", int64(safefs.MaxJournal))}
 		}
 		end := len(buf)
