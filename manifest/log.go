@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"strings"
 	"sync"
 
 	"github.com/learnwatch/learnwatch/parallel"
-	"github.com/learnwatch/learnwatch/safefs"
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
@@ -619,7 +618,7 @@ func parseLines(lines []*Line, workers int) {
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
 		var scratch []member
 		for _, ln := range lines[lo:hi] {
-			scratch = parseLine(ln, ln.raw, scratch)
+			scratch = parseLine(ln, ln.Raw(), scratch)
 		}
 	})
 }
@@ -665,14 +664,7 @@ func parseLine(ln *Line, raw []byte, scratch []member) []member {
 // ReadLog reads the log at path. A missing file is an empty log with Exists
 // false.
 func ReadLog(path string) (*Log, error) {
-	data, err := safefs.ReadFile(path, safefs.MaxJournal)
-	if errors.Is(err, os.ErrNotExist) {
-		return &Log{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return ParseLog(data), nil
+	return readLogChunked(path, math.MaxInt64, 0, 0) // whole, whatever its size
 }
 
 // Observations returns the valid observations in file order, decoding

@@ -158,8 +158,9 @@ func ReadLogChunks(path string, chunk int) (*Log, error) {
 }
 
 // readLogChunked is ReadLogChunked with its sizes: a log of from bytes or
-// more is read chunk bytes at a time, keep chunks staying in memory.
-func readLogChunked(path string, from, chunk, keep int) (*Log, error) {
+// more is read chunk bytes at a time, keep chunks staying in memory; a
+// smaller one is read whole (ReadLog).
+func readLogChunked(path string, from int64, chunk, keep int) (*Log, error) {
 	f, err := safefs.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Log{}, nil
@@ -172,13 +173,17 @@ func readLogChunked(path string, from, chunk, keep int) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if fi.Size() < int64(from) {
+	if fi.Size() < from {
+		data, err := safefs.ReadOpen(f, path, safefs.MaxJournal)
 		f.Close()
-		return ReadLog(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		return ParseLog(data), nil
 	}
 	if fi.Size() > safefs.MaxJournal {
 		f.Close()
-		return nil, &safefs.RefusedError{Path: path, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", fi.Size(), int64(safefs.MaxJournal))}
+		return nil, safefs.TooLarge(path, fi.Size(), safefs.MaxJournal)
 	}
 	src := &logSource{f: f, path: path, keep: keep}
 	l := &Log{Exists: true, src: src}
@@ -197,7 +202,7 @@ func readLogChunked(path string, from, chunk, keep int) (*Log, error) {
 		}
 		if off+int64(len(buf)) > safefs.MaxJournal {
 			f.Close()
-			return nil, &safefs.RefusedError{Path: path, Reason: fmt.Sprintf("grew over the %d-byte limit while read", int64(safefs.MaxJournal))}
+			return nil, safefs.GrewTooLarge(path, safefs.MaxJournal)
 		}
 		end := len(buf)
 		if !eof {
@@ -245,19 +250,9 @@ func (l *Log) addChunk(src *logSource, b []byte, off int64, last bool) {
 		l.Lines = append(l.Lines, &slab[i])
 		at = end + 1
 	}
-	parseChunk(l.Lines[from:], b, parallel.Workers(len(b), parseShare))
+	// Resident first: the newest chunk stays while its lines are scanned.
 	src.mu.Lock()
 	src.keepResident(c, b)
 	src.mu.Unlock()
-}
-
-// parseChunk scans lines, all of one chunk whose bytes are b, as
-// parseLines does.
-func parseChunk(lines []*Line, b []byte, workers int) {
-	parallel.Ranges(len(lines), workers, func(lo, hi int) {
-		var scratch []member
-		for _, ln := range lines[lo:hi] {
-			scratch = parseLine(ln, b[ln.at:ln.at+ln.n:ln.at+ln.n], scratch)
-		}
-	})
+	parseLines(l.Lines[from:], parallel.Workers(len(b), parseShare))
 }

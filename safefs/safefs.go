@@ -180,7 +180,7 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return readCapped(f, path, max)
+	return ReadOpen(f, path, max)
 }
 
 // ReadFollowing reads path whole, like ReadFile, for a file outside the
@@ -197,17 +197,18 @@ func ReadFollowing(path string, max int64) ([]byte, error) {
 	if _, err := checkOpen(f, path); err != nil {
 		return nil, err
 	}
-	return readCapped(f, path, max)
+	return ReadOpen(f, path, max)
 }
 
-// readCapped reads the open file f whole, refusing it over max bytes.
-func readCapped(f *os.File, path string, max int64) ([]byte, error) {
+// ReadOpen reads the open file f (at path) whole, refusing it over max
+// bytes.
+func ReadOpen(f *os.File, path string, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if fi.Size() > max {
-		return nil, &RefusedError{Path: path, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", fi.Size(), max)}
+		return nil, TooLarge(path, fi.Size(), max)
 	}
 	// One allocation of the size the file has (plus room to see it grow)
 	// instead of io.ReadAll's doublings: the log and the journals are
@@ -228,9 +229,20 @@ func readCapped(f *os.File, path string, max int64) ([]byte, error) {
 		}
 	}
 	if int64(len(data)) > max {
-		return nil, &RefusedError{Path: path, Reason: fmt.Sprintf("grew over the %d-byte limit while read", max)}
+		return nil, GrewTooLarge(path, max)
 	}
 	return data, nil
+}
+
+// TooLarge is the refusal of a file at path of size bytes, over max.
+func TooLarge(path string, size, max int64) error {
+	return &RefusedError{Path: path, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", size, max)}
+}
+
+// GrewTooLarge is the refusal of a file at path that grew over max bytes
+// while it was read.
+func GrewTooLarge(path string, max int64) error {
+	return &RefusedError{Path: path, Reason: fmt.Sprintf("grew over the %d-byte limit while read", max)}
 }
 
 // Lstat returns the file's own information after checking the memory
