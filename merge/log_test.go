@@ -1,7 +1,9 @@
 package merge
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -223,7 +225,12 @@ func FuzzLog(f *testing.F) {
 	f.Add(a+"\n"+b+"\n", "not json\n", b+"\n")
 	f.Add(`{"id":"obs_x","x":1}`+"\n", `{"id":"obs_x","x":2,"observations":2}`+"\n", `{"id":"obs_x","y":3}`+"\n"+`{"id":"obs_x"}`)
 	f.Fuzz(func(t *testing.T, base, ours, theirs string) {
-		ab, _ := Log([]byte(base), []byte(ours), []byte(theirs))
+		ab, rep := Log([]byte(base), []byte(ours), []byte(theirs))
+		// Split by the scan's ids, the merge is the one that decodes
+		// every line gives.
+		if dec, drep := logWith(splitLogDecoding, []byte(base), []byte(ours), []byte(theirs)); !bytes.Equal(ab, dec) || !reflect.DeepEqual(rep, drep) {
+			t.Fatalf("split by the scan:\n%q %+v\ndecoding every line:\n%q %+v", ab, rep, dec, drep)
+		}
 		ba, _ := Log([]byte(base), []byte(theirs), []byte(ours))
 		if x, y := observationsOf(ab), observationsOf(ba); !reflect.DeepEqual(x, y) {
 			t.Fatalf("merge(a,b) and merge(b,a) differ:\n%v\n%v", x, y)
@@ -248,4 +255,39 @@ func FuzzLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// splitLogDecoding is splitLog as it was: every line decoded for its id.
+func splitLogDecoding(data []byte) logSide {
+	s := logSide{byID: map[string]*manifest.Line{}, raw: map[string]bool{}}
+	for _, ln := range manifest.ParseLog(data).Lines {
+		if len(bytes.TrimSpace(ln.Raw())) == 0 {
+			continue
+		}
+		if o := ln.Observation(); o != nil && o.ID != "" {
+			if _, dup := s.byID[o.ID]; !dup {
+				s.byID[o.ID] = ln
+				s.order = append(s.order, logItem{id: o.ID, raw: ln.Raw()})
+				continue
+			}
+		}
+		s.raw[string(ln.Raw())] = true
+		s.order = append(s.order, logItem{raw: ln.Raw()})
+	}
+	return s
+}
+
+// BenchmarkLog merges two sides of a 50,000-line log that each changed
+// and added a line (the size where a merge took a second: most lines are
+// the same on every side, and are not decoded).
+func BenchmarkLog(b *testing.B) {
+	var base strings.Builder
+	for i := range 50000 {
+		base.WriteString(obsLine(map[string]any{"id": fmt.Sprintf("obs_%d", i), "details": "see src/server.go"}) + "\n")
+	}
+	ours := strings.Replace(base.String(), `"id":"obs_100",`, `"id":"obs_100","x_ours":1,`, 1) + obsLine(map[string]any{"id": "obs_ours"}) + "\n"
+	theirs := strings.Replace(base.String(), `"id":"obs_200",`, `"id":"obs_200","x_theirs":1,`, 1) + obsLine(map[string]any{"id": "obs_theirs"}) + "\n"
+	for b.Loop() {
+		Log([]byte(base.String()), []byte(ours), []byte(theirs))
+	}
 }
