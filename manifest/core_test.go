@@ -544,7 +544,7 @@ func FuzzParseLog(f *testing.F) {
 		}
 		n := 0
 		for _, ln := range l.Lines {
-			if ln.Err != nil && ln.Observation() != nil {
+			if ln.Err() != nil && ln.Observation() != nil {
 				t.Fatal("a line is both corrupt and parsed")
 			}
 			if ln.Observation() != nil {

@@ -63,7 +63,7 @@ func TestLogUnsafeIDKeptAndCounted(t *testing.T) {
 	if !strings.HasPrefix(string(out), bad+"\n") {
 		t.Fatalf("invalid line not kept verbatim:\n%s", out)
 	}
-	if msg := l.Lines[0].Invalid.Error(); strings.ContainsAny(msg, "\x1b") || !strings.Contains(msg, "not a safe id") {
+	if msg := l.Lines[0].Invalid().Error(); strings.ContainsAny(msg, "\x1b") || !strings.Contains(msg, "not a safe id") {
 		t.Fatalf("message %q", msg)
 	}
 }

@@ -331,14 +331,17 @@ func objectKeys(data []byte) ([]string, map[string]json.RawMessage, error) {
 // exactly, whether it parses (Err) and is valid (Invalid); the observation
 // itself is decoded only when asked for (Observation, Find, Observations).
 type Line struct {
-	// raw is the line as read, without its newline (Raw), unless ck is
-	// set: then it is bytes at to at+n of that chunk of a chunked log.
-	raw   []byte
+	// The line as read (or as last written), without its newline, is
+	// bytes at to at+n of ck (Raw): the whole log's one chunk, a chunk of
+	// a chunked log, or the line's own bytes; ck is nil for an appended
+	// line. A line is kept small: a 100,000 observations' log has as
+	// many (it was 216 bytes a line with the bytes, errors and type and
+	// status held in it, 21 MB at 100k).
 	ck    *logChunk
 	at, n int32
-	Err   error // why the line does not parse (corrupt), or nil
-	// Invalid is set when the line parses but fails Validate.
-	Invalid error
+	// fault is why the line does not parse (Err) or is not valid
+	// (Invalid); nil for most lines.
+	fault *lineFault
 
 	obs *Observation // decoded (or appended); nil until asked for
 	// orig is obs as decoded, to detect changes; nil for an appended
@@ -360,32 +363,74 @@ type Line struct {
 	scanned bool
 }
 
+// lineFault is what is wrong with a line: the rare part of a Line.
+type lineFault struct {
+	err     error // why the line does not parse (corrupt)
+	invalid error // why it parses but fails Validate
+}
+
+// Err returns why the line does not parse (it is corrupt), or nil.
+func (ln *Line) Err() error {
+	if ln.fault == nil {
+		return nil
+	}
+	return ln.fault.err
+}
+
+// Invalid returns why the line parses but fails Validate, or nil.
+func (ln *Line) Invalid() error {
+	if ln.fault == nil {
+		return nil
+	}
+	return ln.fault.invalid
+}
+
+// setFault sets what Err and Invalid return.
+func (ln *Line) setFault(err, invalid error) {
+	if err == nil && invalid == nil {
+		ln.fault = nil
+		return
+	}
+	ln.fault = &lineFault{err: err, invalid: invalid}
+}
+
+// setErr sets Err, leaving Invalid as it is.
+func (ln *Line) setErr(err error) { ln.setFault(err, ln.Invalid()) }
+
+// setInvalid sets Invalid, leaving Err as it is.
+func (ln *Line) setInvalid(invalid error) { ln.setFault(ln.Err(), invalid) }
+
 // Raw returns the line as read (or as last written), without its
 // newline. The bytes must not be changed.
 func (ln *Line) Raw() []byte {
 	if ln.ck == nil {
-		return ln.raw
+		return nil
 	}
 	b := ln.ck.bytes()
 	return b[ln.at : ln.at+ln.n : ln.at+ln.n]
 }
 
 // rawLen is len(ln.Raw()) without reading a chunked line back.
-func (ln *Line) rawLen() int {
-	if ln.ck == nil {
-		return len(ln.raw)
-	}
-	return int(ln.n)
-}
+func (ln *Line) rawLen() int { return int(ln.n) }
 
 // setRaw makes b the line's bytes, its own.
-func (ln *Line) setRaw(b []byte) { ln.raw, ln.ck, ln.at, ln.n = b, nil, 0, 0 }
+func (ln *Line) setRaw(b []byte) {
+	if b == nil {
+		ln.ck, ln.at, ln.n = nil, 0, 0
+		return
+	}
+	ln.ck, ln.at, ln.n = heldChunk(b), 0, int32(len(b))
+}
+
+// chunked reports whether the line's bytes are read back from a chunked
+// log's file (ReadLogChunked) rather than held.
+func (ln *Line) chunked() bool { return ln.ck != nil && ln.ck.src != nil }
 
 // own gives a line of a chunked log bytes of its own, before something
 // that keeps them (a decoded observation) takes them: it must not hold
 // the chunk.
 func (ln *Line) own() {
-	if ln.ck != nil {
+	if ln.chunked() {
 		ln.setRaw(bytes.Clone(ln.Raw()))
 	}
 }
@@ -398,7 +443,7 @@ func (ln *Line) Observation() *Observation {
 		ln.materialize()
 		ln.own()
 		var o Observation
-		body := bytes.TrimSpace(ln.raw)
+		body := bytes.TrimSpace(ln.Raw())
 		if o.decodeScanned(body) {
 			ln.obs, ln.scanned = &o, true
 			ln.takeMarks(ln.obs)
@@ -406,7 +451,8 @@ func (ln *Line) Observation() *Observation {
 		}
 		if err := o.decode(body); err != nil {
 			// The scan vouched for this line; keep it as read.
-			ln.parsed, ln.Err, ln.marks = false, err, nil
+			ln.parsed, ln.marks = false, nil
+			ln.setErr(err)
 			return nil
 		}
 		ln.obs = &o
@@ -448,7 +494,7 @@ func (ln *Line) Type() string {
 	if ln.obs != nil {
 		return ln.obs.Type
 	}
-	return ln.idx.typ
+	return ln.idx.kindString(0)
 }
 
 // Status returns the line's observation status without decoding it.
@@ -456,7 +502,7 @@ func (ln *Line) Status() string {
 	if ln.obs != nil {
 		return ln.obs.Status
 	}
-	return ln.idx.status
+	return ln.idx.kindString(1)
 }
 
 // MayBeStale returns the line's mayBeStale mark without decoding it.
@@ -551,7 +597,7 @@ func (ln *Line) ArtifactPath() string {
 	return ln.idx.artifact
 }
 
-func (ln *Line) valid() bool { return ln.parsed && ln.Invalid == nil }
+func (ln *Line) valid() bool { return ln.parsed && ln.Invalid() == nil }
 
 // Log is the learning log: every line in file order. Lines are decoded on
 // first use, so even reading methods (Find, Observations) modify the Log:
@@ -590,17 +636,21 @@ func ParseLog(data []byte) *Log {
 	n := bytes.Count(data, []byte{'\n'}) + 1
 	l.Lines = make([]*Line, 0, n)
 	slab := make([]Line, n) // one allocation for every line
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		var raw []byte
-		if i < 0 {
-			raw, data = data, nil
-		} else {
-			raw, data = data[:i:i], data[i+1:]
+	// The lines are stretches of held chunks of data: one, unless data
+	// is longer than a line's 32-bit offset reaches.
+	base, held := 0, heldChunk(data)
+	for at := 0; at < len(data); {
+		end := len(data)
+		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
+			end = at + i
+		}
+		if end-base > math.MaxInt32 {
+			base, held = at, heldChunk(data[at:])
 		}
 		ln := &slab[len(l.Lines)]
-		ln.raw = raw
+		ln.ck, ln.at, ln.n = held, int32(at-base), int32(end-at)
 		l.Lines = append(l.Lines, ln)
+		at = end + 1
 	}
 	parseLines(l.Lines, parallel.Workers(size, parseShare))
 	return l
@@ -630,34 +680,34 @@ func parseLine(ln *Line, raw []byte, scratch []member) []member {
 		return scratch
 	}
 	if len(body) > MaxLineBytes {
-		ln.Err = fmt.Errorf("line longer than %d bytes", MaxLineBytes)
+		ln.setErr(fmt.Errorf("line longer than %d bytes", MaxLineBytes))
 		return scratch
 	}
 	if body[0] != '{' {
-		ln.Err = errors.New("not a JSON object")
+		ln.setErr(errors.New("not a JSON object"))
 		return scratch
 	}
 	f, scratch, ok := scanFields(body, scratch)
 	if ok {
 		ln.parsed, ln.idx = true, f
-		ln.Invalid = validate(nil, f.id, f.typ, f.blankPattern)
+		ln.setInvalid(validate(nil, f.id, f.kindString(0), f.blankPattern))
 		return scratch
 	}
 	// What the scan cannot vouch for goes through the full decoder, which
 	// says exactly why a line does not parse. The observation keeps its
 	// bytes: a chunk's line gets its own first.
-	if ln.ck != nil {
+	if ln.chunked() {
 		ln.own()
-		body = bytes.TrimSpace(ln.raw)
+		body = bytes.TrimSpace(ln.Raw())
 	}
 	var o Observation
 	if err := o.decode(body); err != nil {
-		ln.Err = err
+		ln.setErr(err)
 		return scratch
 	}
 	ln.parsed, ln.obs = true, &o
 	ln.orig = o.Clone()
-	ln.Invalid = o.Validate()
+	ln.setInvalid(o.Validate())
 	return scratch
 }
 
@@ -800,7 +850,7 @@ func (l *Log) Append(o *Observation) {
 func (l *Log) Corrupt() int {
 	n := 0
 	for _, ln := range l.Lines {
-		if ln.Err != nil {
+		if ln.Err() != nil {
 			n++
 		}
 	}
@@ -811,7 +861,7 @@ func (l *Log) Corrupt() int {
 func (l *Log) InvalidCount() int {
 	n := 0
 	for _, ln := range l.Lines {
-		if ln.parsed && ln.Invalid != nil {
+		if ln.parsed && ln.Invalid() != nil {
 			n++
 		}
 	}
@@ -1213,7 +1263,8 @@ func (s *LogStage) Commit() error {
 	l := s.l
 	for i, ln := range l.Lines {
 		if b, ok := s.declined[i]; ok {
-			*ln = Line{raw: b}
+			*ln = Line{}
+			ln.setRaw(b)
 			parseLine(ln, b, nil) // the line as written, read again
 			continue
 		}
@@ -1228,7 +1279,7 @@ func (s *LogStage) Commit() error {
 		ln.obs.raw = s.fresh[i]
 		ln.obs.set, ln.obs.setOrder = nil, nil
 		ln.orig, ln.scanned = ln.obs.Clone(), false
-		ln.Invalid = ln.obs.Validate()
+		ln.setInvalid(ln.obs.Validate())
 	}
 	if s.newline {
 		l.noFinalNewline = false

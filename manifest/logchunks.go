@@ -58,17 +58,26 @@ type logSource struct {
 // logChunk is a stretch of whole lines of the file: where it is, its
 // checksum, and its bytes while in memory.
 type logChunk struct {
-	src *logSource
+	src *logSource // nil for bytes held (heldChunk)
 	off int64
 	n   int
 	sum uint32
 	buf atomic.Pointer[[]byte]
+	// held are the bytes of a chunk with no src: a log read whole, or
+	// a line's own bytes.
+	held []byte
 }
+
+// heldChunk is a chunk of bytes held in memory, never read back.
+func heldChunk(b []byte) *logChunk { return &logChunk{n: len(b), held: b} }
 
 // bytes returns the chunk's bytes, read back when they are not in memory.
 // It never fails: bytes that cannot be read back are a placeholder of the
 // same length (see the package comment) and the log's Err is set.
 func (c *logChunk) bytes() []byte {
+	if c.src == nil {
+		return c.held
+	}
 	if p := c.buf.Load(); p != nil {
 		return *p
 	}

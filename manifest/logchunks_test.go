@@ -15,7 +15,7 @@ import (
 func lineView(ln *Line) string {
 	d, e, ok := ln.RawTexts()
 	return fmt.Sprintf("%q err=%v invalid=%v parsed=%v id=%q type=%q status=%q artifact=%q marks=%+v texts=%q %q %v",
-		ln.Raw(), ln.Err, ln.Invalid, ln.Parsed(), ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ln.Marks(), d, e, ok)
+		ln.Raw(), ln.Err(), ln.Invalid(), ln.Parsed(), ln.ID(), ln.Type(), ln.Status(), ln.ArtifactPath(), ln.Marks(), d, e, ok)
 }
 
 // writeTemp writes data to a new file and returns its path.
@@ -232,7 +232,7 @@ func TestReadLogChunkedRewrittenInPlace(t *testing.T) {
 		t.Fatal("Bytes of a log that cannot be read back")
 	}
 	// The line whose chunk changed reads as nothing, not as their bytes.
-	if ln := l.Lines[3]; ln.Err != nil || bytes.Contains(ln.Raw(), []byte("q 3")) {
+	if ln := l.Lines[3]; ln.Err() != nil || bytes.Contains(ln.Raw(), []byte("q 3")) {
 		t.Fatalf("line 3 read back as %q", ln.Raw())
 	}
 	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*"))
@@ -304,7 +304,7 @@ func TestReadLogChunkedDecodedOwnsItsBytes(t *testing.T) {
 	}
 	for _, ln := range l.Lines {
 		ln.Observation()
-		if ln.ck != nil {
+		if ln.chunked() {
 			t.Fatalf("decoded line %q still reads its chunk", ln.Raw())
 		}
 	}

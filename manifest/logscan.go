@@ -385,12 +385,59 @@ func foldsToKnown(key []byte) bool {
 // written (offset in the scanned object and length; zero when absent —
 // a value never starts an object).
 type indexFields struct {
-	id, typ, status, artifact string
-	staleReason               string
-	blankPattern, mayBeStale  bool
-	needsReview               bool
-	resolved                  bool // a ResolutionKey member (HasResolution)
+	id, artifact, staleReason string
 	details, evidence         span
+	// typ and status are a known type or status (kinds), or oddKind with
+	// the string in odd: every line has both, and a byte each keeps a
+	// line of the index small.
+	typ, status              kind
+	blankPattern, mayBeStale bool
+	needsReview              bool
+	resolved                 bool // a ResolutionKey member (HasResolution)
+	odd                      *[2]string
+}
+
+// kind is a type or status as the scan read it: its place in kinds, or
+// oddKind for a value that is not one of them.
+type kind uint8
+
+const oddKind kind = 255
+
+// kinds are the values a kind names: none, the types, the statuses.
+var kinds = append(append([]string{""}, Types...), Statuses...)
+
+// setKind sets the type (i 0) or status (i 1) to s.
+func (f *indexFields) setKind(i int, s string) {
+	k := oddKind
+	for j, c := range kinds {
+		if c == s {
+			k = kind(j)
+			break
+		}
+	}
+	if k == oddKind {
+		if f.odd == nil {
+			f.odd = new([2]string)
+		}
+		f.odd[i] = s
+	}
+	if i == 0 {
+		f.typ = k
+	} else {
+		f.status = k
+	}
+}
+
+// kindString returns the type (i 0) or status (i 1).
+func (f *indexFields) kindString(i int) string {
+	k := f.typ
+	if i == 1 {
+		k = f.status
+	}
+	if k == oddKind {
+		return f.odd[i]
+	}
+	return kinds[k]
 }
 
 // span is a stretch of a line's bytes: offset and length.
@@ -484,9 +531,9 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			case kID:
 				f.id = jsonString(v)
 			case kType:
-				f.typ = internJSON(v)
+				f.setKind(0, internJSON(v))
 			case kStatus:
-				f.status = internJSON(v)
+				f.setKind(1, internJSON(v))
 			case kArtifactPath:
 				f.artifact = jsonString(v)
 			case kStaleReason:

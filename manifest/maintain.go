@@ -35,7 +35,7 @@ func Purge(p Paths, now time.Time) (int, string, error) {
 	var keep []*Line
 	n := 0
 	for _, ln := range log.Lines {
-		if ln.Err != nil || (ln.Parsed() && ln.Invalid != nil) {
+		if ln.Err() != nil || (ln.Parsed() && ln.Invalid() != nil) {
 			removed.Write(ln.Raw())
 			removed.WriteByte('\n')
 			n++
