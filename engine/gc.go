@@ -25,13 +25,18 @@ const (
 	passHeapPerLogHalfByte = 11
 	// passHeapPerChunkedLogHalfByte is the limit's bytes per byte of a log
 	// read in chunks (manifest.ReadsChunked), which the pass does not
-	// hold: four. A 100,000 observations' first pass holds about three per
-	// byte at its peak instead of four. Alternated with the limit of 5.5
-	// per byte on a whole log: its peak RSS 212 -> 158 MiB, its time
-	// 2.6-2.9 -> 3.1-3.3 s (the collector runs more often); a full pass
-	// with the caches 255 -> 189 MiB, 1.7-1.8 -> 1.8-2.0 s. At three and a
-	// half per byte, once: 154 MiB.
-	passHeapPerChunkedLogHalfByte = 8
+	// hold: three and a half. A 100,000 observations' first pass held
+	// about three per byte at its peak, and since 2026-11-28 (a smaller
+	// line index, no findings held, the staleness cache's extractions not
+	// copied into maps) about two and a half. At four per byte (a live
+	// peak of three), alternated with the limit of 5.5 per byte on a whole
+	// log: its peak RSS 212 -> 158 MiB, its time 2.6-2.9 -> 3.1-3.3 s (the
+	// collector runs more often); a full pass with the caches 255 -> 189
+	// MiB, 1.7-1.8 -> 1.8-2.0 s. At three and a half, with the smaller
+	// heap, alternated with the code before at four: a first pass 158-162
+	// -> 139-140 MiB, a full pass with caches 190-193 -> 169-170 MiB, in
+	// the same time (2.9-3.5 s and 2.0-2.5 s both ways).
+	passHeapPerChunkedLogHalfByte = 7
 )
 
 // relaxGC sets the collector for one full pass and returns what restores

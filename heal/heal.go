@@ -1982,12 +1982,11 @@ func stalePass(ctx context.Context, root string, cfg config.Staleness, opening *
 	c.UseParsed(opening.parsed)
 	// Under the learning lock: the pass writes the staleness cache (a
 	// cache that cannot be written is only a warning).
-	rep, cacheErr, err := staleness.ScanCached(ctx, root, c, cfg, log)
+	m, cacheErr, err := staleness.MarkCached(ctx, root, c, cfg, log)
 	if err != nil {
 		return 0, nil, in, nil, err
 	}
-	marked = staleness.Mark(log, rep.Stale)
-	return len(rep.Stale), marked, rep.Inputs, cacheErr, nil
+	return m.Stale, m.Marked, m.Inputs, cacheErr, nil
 }
 
 // fetched is what looking at one artifact path found (loadWarm): how it

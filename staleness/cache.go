@@ -161,14 +161,16 @@ type cacheState struct {
 	readHist *cachedHistory
 	ownRead  bool
 	canon    bool
-	extOld   map[[32]byte][]Ref
-	extUsed  map[[32]byte][]Ref
-	ignore   map[string]ignoreDep
-	eof      map[eofKey]bool
-	hasMD    bool
-	md       []string
-	history  *cachedHistory // as read (valid for this HEAD and depth)
-	others   []treeSection  // the other modes' sections, kept as read
+	// extOld are the extractions the file held; extUsed, those this run
+	// computed (the ones it took from extOld are marked there).
+	extOld  oldExtracts
+	extUsed map[[32]byte][]Ref
+	ignore  map[string]ignoreDep
+	eof     map[eofKey]bool
+	hasMD   bool
+	md      []string
+	history *cachedHistory // as read (valid for this HEAD and depth)
+	others  []treeSection  // the other modes' sections, kept as read
 	// computed: this run worked something out the cache did not hold
 	// (a save then writes).
 	computed bool
@@ -224,12 +226,52 @@ func textKey(kind, dir string, texts ...string) [32]byte {
 	return k
 }
 
-// expectUsed makes room for n more extractions used by this run: a scan
-// looks up every line's, and a map grown one insert at a time rehashed
-// its entries over and over.
+// oldExtracts are the extractions a cache file held, by increasing key
+// (the file's order), each marked when a run used it: held as read,
+// not as a map (at 100,000 observations a map of them was 8 MB, and the
+// run's used ones were put in a second one, 8 MB more).
+type oldExtracts struct {
+	list []cachedRefs
+	used []bool
+}
+
+// newOldExtracts takes the file's extractions, sorting and deduplicating
+// those of a file not in the order a save writes (the last of a key
+// stands, as a map filled in the file's order would have it).
+func newOldExtracts(list []cachedRefs) oldExtracts {
+	cmp := func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) }
+	if !slices.IsSortedFunc(list, func(a, b cachedRefs) int {
+		if c := cmp(a, b); c != 0 {
+			return c
+		}
+		return -1 // a repeated key is out of order too
+	}) {
+		slices.SortStableFunc(list, cmp)
+		out := list[:0]
+		for i, e := range list {
+			if i+1 < len(list) && list[i+1].Key == e.Key {
+				continue // a later one of the same key stands
+			}
+			out = append(out, e)
+		}
+		clear(list[len(out):])
+		list = out
+	}
+	return oldExtracts{list: list, used: make([]bool, len(list))}
+}
+
+// find returns the place of k's extraction, ok when there is one.
+func (o *oldExtracts) find(k [32]byte) (int, bool) {
+	return slices.BinarySearchFunc(o.list, k, func(e cachedRefs, k [32]byte) int { return bytes.Compare(e.Key[:], k[:]) })
+}
+
+// expectUsed makes room for the extractions of n more texts this run
+// looks up: a scan looks up every line's, and a map grown one insert at a
+// time rehashed its entries over and over. Those the file holds are not
+// put in it.
 func (s *cacheState) expectUsed(n int) {
 	if s.extUsed == nil {
-		s.extUsed = make(map[[32]byte][]Ref, n)
+		s.extUsed = make(map[[32]byte][]Ref, max(0, n-len(s.extOld.list)))
 	}
 }
 
@@ -239,11 +281,12 @@ func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {
 	if refs, ok := c.cache.extUsed[k]; ok {
 		return refs
 	}
-	refs, ok := c.cache.extOld[k]
-	if !ok {
-		refs = f()
-		c.cache.computed, c.cache.extNew = true, true
+	if i, ok := c.cache.extOld.find(k); ok {
+		c.cache.extOld.used[i] = true
+		return c.cache.extOld.list[i].Refs
 	}
+	refs := f()
+	c.cache.computed, c.cache.extNew = true, true
 	if c.cache.extUsed == nil {
 		c.cache.extUsed = map[[32]byte][]Ref{}
 	}
@@ -352,10 +395,7 @@ func (c *Checker) loadCache() {
 	}
 	c.cache.oldBytes = data
 	c.cache.optsKey, c.cache.readOpts, c.cache.readHist = cf.Opts, cf.Opts, cf.History
-	c.cache.extOld = make(map[[32]byte][]Ref, len(cf.Extract))
-	for _, e := range cf.Extract {
-		c.cache.extOld[e.Key] = e.Refs
-	}
+	c.cache.extOld = newOldExtracts(cf.Extract)
 	if h := cf.History; h != nil && h.Complete && c.head != nil && h.Depth == c.depth && c.mode != PreCommit {
 		if h.Head != c.head.Hash.String() {
 			// HEAD moved on: commits on top of the cached walk's HEAD
@@ -410,7 +450,7 @@ func (c *Checker) useOptions(opts Options) {
 	k := optionsKey(opts)
 	if k != c.cache.optsKey {
 		c.cache.optsKey = k
-		c.cache.extOld = nil
+		c.cache.extOld = oldExtracts{}
 		c.cache.extUsed = nil
 	}
 }
@@ -468,11 +508,25 @@ func (c *Checker) saveHistory() *cachedHistory {
 // runs used, the other modes' sections as read.
 func (c *Checker) encodeCache(hist *cachedHistory) []byte {
 	cf := cacheFile{Local: c.cache.local, Opts: c.cache.optsKey, History: hist}
-	cf.Extract = make([]cachedRefs, 0, len(c.cache.extUsed))
-	for k, refs := range c.cache.extUsed {
-		cf.Extract = append(cf.Extract, cachedRefs{k, refs})
+	old := &c.cache.extOld
+	n := len(c.cache.extUsed)
+	for _, u := range old.used {
+		if u {
+			n++
+		}
 	}
-	slices.SortFunc(cf.Extract, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	cf.Extract = make([]cachedRefs, 0, n)
+	for i, u := range old.used {
+		if u {
+			cf.Extract = append(cf.Extract, old.list[i]) // in order
+		}
+	}
+	if len(c.cache.extUsed) > 0 {
+		for k, refs := range c.cache.extUsed {
+			cf.Extract = append(cf.Extract, cachedRefs{k, refs})
+		}
+		slices.SortFunc(cf.Extract, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	}
 	cf.Trees = append(cf.Trees, c.cache.others...)
 	if c.err == nil && c.cache.treeKey != "" {
 		sec := treeSection{Mode: int(c.mode), Tree: c.cache.treeKey, Outcomes: make([]cachedOutcome, 0, len(c.outcomes))}

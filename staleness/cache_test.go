@@ -351,7 +351,7 @@ func comparePreCommit(t *testing.T, root string, cfg config.Staleness, log *mani
 		t.Fatalf("%s: no cache: %v", what, err)
 	}
 	with, c := cacheRun(t, root, PreCommit, cfg, log, true)
-	if len(c.cache.extOld) == 0 || c.cache.extNew {
+	if len(c.cache.extOld.list) == 0 || c.cache.extNew {
 		t.Errorf("%s: the pre-commit check extracted references the cache held", what)
 	}
 	if now, err := os.ReadFile(file); err != nil || !bytes.Equal(now, saved) {
@@ -565,7 +565,7 @@ func TestCacheFromAnotherCloneIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.cache.treeHit || c.cache.history != nil || c.cache.extOld != nil {
+	if c.cache.treeHit || c.cache.history != nil || c.cache.extOld.list != nil {
 		t.Error("a cache copied from another clone was used")
 	}
 }
@@ -717,8 +717,8 @@ func TestCacheDropsWhatIsNoLongerUsed(t *testing.T) {
 	for k := range c.outcomes {
 		keys = append(keys, k.path)
 	}
-	if len(keys) != 1 || keys[0] != "src/a.go" || len(c.cache.eof) != 0 || len(c.cache.extOld) != 1 {
-		t.Errorf("the cache holds outcomes %v, %d line checks, %d extractions; want src/a.go only", keys, len(c.cache.eof), len(c.cache.extOld))
+	if len(keys) != 1 || keys[0] != "src/a.go" || len(c.cache.eof) != 0 || len(c.cache.extOld.list) != 1 {
+		t.Errorf("the cache holds outcomes %v, %d line checks, %d extractions; want src/a.go only", keys, len(c.cache.eof), len(c.cache.extOld.list))
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -432,12 +434,21 @@ func refSuffix(r Ref) string {
 // tree, skipped, or missing (with where it went, from the staged changes
 // and from history).
 func (c *Checker) resolveAll(refs []Ref) []*outcome {
+	return c.resolveSeq(len(refs), slices.Values(refs))
+}
+
+// resolveSeq is resolveAll of the n references refs yields (twice, the
+// same each time): a scan's are its entries', not copied into one slice
+// (6 MB at 100,000 observations).
+func (c *Checker) resolveSeq(n int, refs iter.Seq[Ref]) []*outcome {
 	// One lookup per reference decided before (most of them): its
 	// outcome is taken from the map once, and handed back in refs' order.
-	outs := make([]*outcome, len(refs))
+	outs := make([]*outcome, n)
 	var misses []int
 	var bases []string
-	for i, r := range refs {
+	i := -1
+	for r := range refs {
+		i++
 		if o, ok := c.outcomes[keyOf(r)]; ok {
 			o.used = true
 			outs[i] = o
@@ -453,8 +464,16 @@ func (c *Checker) resolveAll(refs []Ref) []*outcome {
 	}
 	c.prepareNames(bases)
 	var pending []Ref
-	for _, i := range misses {
-		r := refs[i]
+	// The misses again, in order, with their references.
+	i, next := -1, 0
+	for r := range refs {
+		if i++; next == len(misses) {
+			break
+		}
+		if i != misses[next] {
+			continue
+		}
+		next++
 		k := keyOf(r)
 		if o, ok := c.outcomes[k]; ok {
 			outs[i] = o // the same reference earlier in refs

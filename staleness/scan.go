@@ -82,20 +82,78 @@ func ScanCached(ctx context.Context, root string, c *Checker, cfg config.Stalene
 	return rep, c.SaveCache(), nil
 }
 
+// Marking is what MarkCached did: how many findings the scan had
+// (len(Report.Stale)), the lines it marked (Mark) and the inputs the
+// outcome depends on.
+type Marking struct {
+	Stale  int
+	Marked []Marked
+	Inputs Inputs
+}
+
+// MarkCached is ScanCached followed by Mark, for a pass that needs the
+// marks and the count, not the findings: it never holds them (at 100,000
+// observations they were 11 MB of a first pass's peak), only the first
+// stale reference of each id, which is all Mark reads of them.
+func MarkCached(ctx context.Context, root string, c *Checker, cfg config.Staleness, log *manifest.Log) (m Marking, cacheErr, err error) {
+	var firsts firstRefs
+	rep, err := scan(root, c.WithContext(ctx), log, OptionsFor(cfg), &firsts)
+	if err != nil {
+		return Marking{}, nil, err
+	}
+	cacheErr = c.SaveCache()
+	return Marking{Stale: firsts.n, Marked: markFirst(log, firsts.byID), Inputs: rep.Inputs}, cacheErr, nil
+}
+
+// firstRefs is what a scan for Mark keeps of its findings: their number
+// and the first one's reference per id.
+type firstRefs struct {
+	n    int
+	byID map[string]string
+}
+
+// add counts findings and keeps the first reference of id.
+func (f *firstRefs) add(id string, findings []Finding) {
+	f.n += len(findings)
+	if len(findings) == 0 || id == "" {
+		return
+	}
+	if f.byID == nil {
+		f.byID = map[string]string{}
+	}
+	if _, ok := f.byID[id]; !ok {
+		f.byID[id] = findings[0].Ref
+	}
+}
+
 // Scan checks the references of every active section of
 // .memory/knowledge/decisions.md and pitfalls.md (IDs ADR-NNN, PF-NNN) and
 // of every observation of log whose status is not deprecated (details and
 // evidence; ID the observation's id). log may be nil. Findings come in
 // that order: decisions, pitfalls, then observations in log order.
 func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, error) {
+	return scan(root, c, log, opts, nil)
+}
+
+// scan is Scan; with firsts set, the findings go there instead of into
+// the report (MarkCached).
+func scan(root string, c *Checker, log *manifest.Log, opts Options, firsts *firstRefs) (Report, error) {
+	// The knowledge base's and the sources' entries; the log's lines have
+	// their own, smaller (as many as the log has lines), and come between
+	// the two.
 	type entry struct {
 		id, file, heading string
 		refs              []Ref
-		gone              bool // its texts did not decode
+	}
+	type lineEntry struct {
+		ln   *manifest.Line
+		refs []Ref
+		gone bool // its texts did not decode
 	}
 	var entries []entry
+	var lines []lineEntry
 	if log != nil {
-		entries = make([]entry, 0, len(log.Lines)+64)
+		lines = make([]lineEntry, 0, len(log.Lines))
 	}
 	c.useOptions(opts)
 	paths := manifest.PathsFor(root)
@@ -115,6 +173,7 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			}
 		}
 	}
+	knowledge := len(entries)
 	if log != nil {
 		// Lines the cache does not answer are extracted a batch at a
 		// time, on every core (extractTexts); their entries wait in place.
@@ -145,33 +204,33 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 					// entries go, as a line that cannot be read is not
 					// checked.
 					drop = true
-					entries[p.entry].gone = true
+					lines[p.entry].gone = true
 					continue
 				}
 				p.refs = c.extract(p.key, func() []Ref { return p.refs })
-				entries[p.entry].refs = p.refs
+				lines[p.entry].refs = p.refs
 			}
 			for _, d := range dups {
 				p := &pending[d[0]]
-				entries[d[1]].refs, entries[d[1]].gone = p.refs, !p.ok
+				lines[d[1]].refs, lines[d[1]].gone = p.refs, !p.ok
 				drop = drop || !p.ok
 			}
 			clear(pending)
 			pending, dups = pending[:0], dups[:0]
 			clear(pendingAt)
 		}
-		for ln, r := range keyedLines(log.Lines, c.cache.extOld) {
+		for ln, r := range keyedLines(log.Lines, &c.cache.extOld) {
 			if r.ok {
 				k := r.key
 				refs, hit := r.refs, r.hit
 				if hit {
-					c.cache.extUsed[k] = refs
+					c.cache.extOld.used[r.at] = true
 				} else {
 					refs, hit = c.cache.extUsed[k] // a text an earlier line had
 				}
 				if !hit {
 					if at, seen := pendingAt[k]; seen {
-						dups = append(dups, [2]int{at, len(entries)})
+						dups = append(dups, [2]int{at, len(lines)})
 					} else {
 						pendingAt[k] = len(pending)
 						if len(pending) == cap(pending) {
@@ -181,10 +240,10 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 							pending = slices.Grow(pending, max(cap(pending), 256))
 						}
 						d, e, _ := ln.RawTexts() // as keyedLines found them
-						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(entries)})
+						pending = append(pending, pendingText{key: k, details: d, evidence: e, entry: len(lines)})
 					}
 				}
-				entries = append(entries, entry{id: ln.ID(), refs: refs})
+				lines = append(lines, lineEntry{ln: ln, refs: refs})
 				if len(pending) >= keyBatch {
 					flush()
 				}
@@ -196,11 +255,11 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 			}
 			k := textKey("obs", "", append([]string{o.Details}, o.Evidence...)...)
 			refs := c.extract(k, func() []Ref { return ObservationRefs(o, opts) })
-			entries = append(entries, entry{id: o.ID, refs: refs})
+			lines = append(lines, lineEntry{ln: ln, refs: refs})
 		}
 		flush()
 		if drop {
-			entries = slices.DeleteFunc(entries, func(e entry) bool { return e.gone })
+			lines = slices.DeleteFunc(lines, func(e lineEntry) bool { return e.gone })
 		}
 	}
 	rep := Report{Stale: []Finding{}}
@@ -231,38 +290,72 @@ func Scan(root string, c *Checker, log *manifest.Log, opts Options) (Report, err
 		}
 	}
 
-	n := 0
-	for _, e := range entries {
-		n += len(e.refs)
-	}
-	all := make([]Ref, 0, n)
-	for _, e := range entries {
-		all = append(all, e.refs...)
-	}
-	outs := c.resolveAll(all)
-	// Room for every finding the outcomes can give (a cold pass at 100k
-	// observations has 100,000 of them: appended one by one, the slice was
-	// copied to 65 MB growing).
-	most := 0
-	for i, o := range outs {
-		if o.missing || o.found != "" && all[i].Line > 0 {
-			most++
+	// Every entry in the order of the findings: the knowledge base's,
+	// the log's lines, the sources'.
+	each := func(yield func(entry) bool) {
+		for _, e := range entries[:knowledge] {
+			if !yield(e) {
+				return
+			}
+		}
+		for _, e := range lines {
+			if !yield(entry{id: e.ln.ID(), refs: e.refs}) {
+				return
+			}
+		}
+		for _, e := range entries[knowledge:] {
+			if !yield(e) {
+				return
+			}
 		}
 	}
-	rep.Stale = make([]Finding, 0, most)
+	n := 0
+	for e := range each {
+		n += len(e.refs)
+	}
+	outs := c.resolveSeq(n, func(yield func(Ref) bool) {
+		for e := range each {
+			for _, r := range e.refs {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	})
+	if firsts == nil {
+		// Room for every finding the outcomes can give (a cold pass at
+		// 100k observations has 100,000 of them: appended one by one, the
+		// slice was copied to 65 MB growing).
+		most, at := 0, 0
+		for e := range each {
+			for i, r := range e.refs {
+				if o := outs[at+i]; o.missing || o.found != "" && r.Line > 0 {
+					most++
+				}
+			}
+			at += len(e.refs)
+		}
+		rep.Stale = make([]Finding, 0, most)
+	}
 	at := 0
-	for _, e := range entries {
+	var found []Finding // an entry's findings, for firsts
+	for e := range each {
 		if c.ctx != nil && c.ctx.Err() != nil {
 			return Report{}, fmt.Errorf("staleness: check stopped: %w", context.Cause(c.ctx))
 		}
 		rep.Checked += len(e.refs)
-		from := len(rep.Stale)
-		rep.Stale = c.appendChecked(rep.Stale, e.refs, outs[at:at+len(e.refs)]) // resolveAll(all) decided them
-		at += len(e.refs)
-		for i := from; i < len(rep.Stale); i++ {
-			f := &rep.Stale[i]
-			f.ID, f.File, f.Heading = e.id, e.file, e.heading
+		if firsts != nil {
+			found = c.appendChecked(found[:0], e.refs, outs[at:at+len(e.refs)])
+			firsts.add(e.id, found)
+		} else {
+			from := len(rep.Stale)
+			rep.Stale = c.appendChecked(rep.Stale, e.refs, outs[at:at+len(e.refs)]) // resolveSeq decided them
+			for i := from; i < len(rep.Stale); i++ {
+				f := &rep.Stale[i]
+				f.ID, f.File, f.Heading = e.id, e.file, e.heading
+			}
 		}
+		at += len(e.refs)
 		if opts.Explain {
 			where := e.id
 			if e.heading != "" {
@@ -357,7 +450,7 @@ func extractTexts(pending []pendingText, opts Options) {
 // scanned reports whether the scan checks a log line: parsed, valid and
 // not deprecated.
 func scanned(ln *manifest.Line) bool {
-	return ln.Parsed() && ln.Invalid == nil && ln.Status() != manifest.Deprecated
+	return ln.Parsed() && ln.Invalid() == nil && ln.Status() != manifest.Deprecated
 }
 
 // rawKey is the key (rawTextKey) of a scanned line's texts as written,
@@ -367,6 +460,7 @@ func scanned(ln *manifest.Line) bool {
 type rawKey struct {
 	key     [32]byte
 	refs    []Ref
+	at      int // its place in the cache's extractions (hit)
 	ok, hit bool
 }
 
@@ -374,7 +468,7 @@ type rawKey struct {
 // with its rawKey: the keys of a batch of keyBatch lines are summed and
 // looked up in old (the extractions the cache file held, only read here)
 // on every core before its lines are yielded.
-func keyedLines(lines []*manifest.Line, old map[[32]byte][]Ref) iter.Seq2[*manifest.Line, rawKey] {
+func keyedLines(lines []*manifest.Line, old *oldExtracts) iter.Seq2[*manifest.Line, rawKey] {
 	return func(yield func(*manifest.Line, rawKey) bool) {
 		raws := make([]rawKey, min(len(lines), keyBatch))
 		for lo := 0; lo < len(lines); lo += keyBatch {
@@ -392,7 +486,7 @@ func keyedLines(lines []*manifest.Line, old map[[32]byte][]Ref) iter.Seq2[*manif
 // rawKeys sets out[i] to the rawKey of lines[i] (the zero rawKey for a
 // line not scanned or not answered by its bytes), its key summed and
 // looked up in old, on every core when there are enough.
-func rawKeys(out []rawKey, lines []*manifest.Line, old map[[32]byte][]Ref) {
+func rawKeys(out []rawKey, lines []*manifest.Line, old *oldExtracts) {
 	parallel.Ranges(len(lines), parallel.Workers(len(lines), keyShare), func(lo, hi int) {
 		for i, ln := range lines[lo:hi] {
 			out[lo+i] = rawKey{}
@@ -401,8 +495,12 @@ func rawKeys(out []rawKey, lines []*manifest.Line, old map[[32]byte][]Ref) {
 			}
 			if d, e, ok := ln.RawTexts(); ok {
 				k := rawTextKey(d, e)
-				refs, hit := old[k]
-				out[lo+i] = rawKey{key: k, refs: refs, ok: true, hit: hit}
+				at, hit := old.find(k)
+				var refs []Ref
+				if hit {
+					refs = old.list[at].Refs
+				}
+				out[lo+i] = rawKey{key: k, refs: refs, at: at, ok: true, hit: hit}
 			}
 		}
 	})
@@ -487,11 +585,19 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 			first[f.ID] = f.Ref
 		}
 	}
+	return markFirst(log, first)
+}
+
+// markFirst is Mark given the first finding's reference of each id.
+func markFirst(log *manifest.Log, first map[string]string) []Marked {
+	if log == nil {
+		return nil
+	}
 	// The lines with a resolution are decoded first, together (on every
 	// core when there are many).
 	var due, decode []*manifest.Line
 	for _, ln := range log.Lines {
-		if !ln.Parsed() || ln.Invalid != nil || ln.Status() == manifest.Deprecated {
+		if !ln.Parsed() || ln.Invalid() != nil || ln.Status() == manifest.Deprecated {
 			continue
 		}
 		ref, found := first[ln.ID()]

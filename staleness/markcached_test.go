@@ -1,0 +1,159 @@
+package staleness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/manifest"
+)
+
+// MarkCached keeps only the first stale reference of each id, never the
+// findings: over random logs (ids repeated, ids a knowledge section or a
+// source file also has, several stale references to a line, deprecated,
+// corrupt and invalid lines, marks of this check and of other tools, a
+// person's resolution) it counts, marks and writes exactly what ScanCached
+// followed by Mark does, with the cache cold and warm.
+func TestMarkCachedMatchesScanThenMark(t *testing.T) {
+	r, _ := scanRepo(t)
+	r.write("notes/design.md", "# Design\n\nThe parser lives in src/parser/gone.go and src/auth/login.go:2.\n")
+	r.commit("notes")
+	cfg := config.Default().Staleness
+	cfg.Sources = []string{"notes/design.md"}
+	ids := []string{"obs_a", "obs_b", "obs_c", "obs_d", "ADR-001", "PF-001", "notes/design.md", ""}
+	texts := []string{
+		"see src/auth/login.go:3",
+		"use src/util.go",
+		"src/auth/old.go:2 and src/missing.ts:1",
+		"src/auth/login.go:9 then src/auth/old.go",
+		"src/parser/gone.go",
+		"nothing to check",
+		"lib/util.go",
+	}
+	reasons := []string{"", ReasonPrefix + "src/util.go", ReasonPrefix + "src/auth/login.go:9", "other-tool:x"}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for round := range 40 {
+		var lines []string
+		for range 1 + rng.IntN(14) {
+			if rng.IntN(12) == 0 {
+				lines = append(lines, `{not json`)
+				continue
+			}
+			status := []string{"observing", "ready", "created", "deprecated"}[rng.IntN(4)]
+			var ev []string
+			for range rng.IntN(3) {
+				ev = append(ev, texts[rng.IntN(len(texts))])
+			}
+			o := map[string]any{
+				"id": ids[rng.IntN(len(ids))], "type": "pitfall", "pattern": "p", "confidence": 0.5, "observations": 1,
+				"first_seen": "2024-01-01T00:00:00Z", "last_seen": "2024-01-01T00:00:00Z", "status": status,
+				"evidence": ev, "details": texts[rng.IntN(len(texts))], "quality_ok": true,
+			}
+			if reason := reasons[rng.IntN(len(reasons))]; reason != "" {
+				o["mayBeStale"], o["needsReview"], o["staleReason"] = true, rng.IntN(2) == 0, reason
+			}
+			if rng.IntN(4) == 0 {
+				o[manifest.ResolutionKey] = map[string]any{"staleReasons": []string{reasons[1+rng.IntN(2)]}}
+			}
+			b, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, string(b))
+		}
+		data := []byte(strings.Join(lines, "\n") + "\n")
+		if rng.IntN(2) == 0 {
+			os.Remove(cachedir.Path(r.dir, CacheName))
+		}
+		want := manifest.ParseLog(data)
+		c, err := Open(r.dir, Auto, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _, err := ScanCached(context.Background(), r.dir, c, cfg, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMarked := Mark(want, rep.Stale)
+		got := manifest.ParseLog(data)
+		if c, err = Open(r.dir, Auto, cfg); err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := MarkCached(context.Background(), r.dir, c, cfg, got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Stale != len(rep.Stale) {
+			t.Fatalf("round %d: %d findings, Scan then Mark %d\n%s", round, m.Stale, len(rep.Stale), data)
+		}
+		if g, w := markedLines(got, m.Marked), markedLines(want, wantMarked); g != w {
+			t.Fatalf("round %d: marked\n%s\nScan then Mark marked\n%s\nlog:\n%s", round, g, w, data)
+		}
+		if fmt.Sprint(m.Inputs) != fmt.Sprint(rep.Inputs) {
+			t.Fatalf("round %d: inputs %v, want %v", round, m.Inputs, rep.Inputs)
+		}
+		gb, err1 := got.Bytes()
+		wb, err2 := want.Bytes()
+		if err1 != nil || err2 != nil || !bytes.Equal(gb, wb) {
+			t.Fatalf("round %d: the logs differ (%v, %v):\n%s\nwant:\n%s", round, err1, err2, gb, wb)
+		}
+	}
+}
+
+// markedLines names each marked line by its place in log, with the marks
+// it had before and has now.
+func markedLines(log *manifest.Log, marked []Marked) string {
+	at := map[*manifest.Line]int{}
+	for i, ln := range log.Lines {
+		at[ln] = i
+	}
+	var b strings.Builder
+	for _, m := range marked {
+		fmt.Fprintf(&b, "%d %+v -> %+v\n", at[m.Line], m.Marks, m.Line.Marks())
+	}
+	return b.String()
+}
+
+// The extractions of a cache file are looked up as a map filled in the
+// file's order would have them, whatever the order and repeats of the
+// file (a save writes them by increasing key, once each).
+func TestOldExtractsAsMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	for round := range 200 {
+		var list []cachedRefs
+		want := map[[32]byte][]Ref{}
+		for i := range rng.IntN(12) {
+			var k [32]byte
+			k[rng.IntN(2)*31] = byte(rng.IntN(4)) // few keys: repeats
+			refs := []Ref{{Path: fmt.Sprint(round, i)}}
+			list = append(list, cachedRefs{k, refs})
+			want[k] = refs
+		}
+		if rng.IntN(2) == 0 {
+			slices.SortFunc(list, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+		}
+		old := newOldExtracts(slices.Clone(list))
+		if len(old.list) != len(want) || len(old.used) != len(want) {
+			t.Fatalf("%d extractions kept of %v, want %d", len(old.list), list, len(want))
+		}
+		for k, refs := range want {
+			i, ok := old.find(k)
+			if !ok || fmt.Sprint(old.list[i].Refs) != fmt.Sprint(refs) {
+				t.Fatalf("key %v: %v, want %v (of %v)", k, old.list[i].Refs, refs, list)
+			}
+		}
+		var k [32]byte
+		k[5] = 1
+		if _, ok := old.find(k); ok {
+			t.Fatal("found a key the file does not hold")
+		}
+	}
+}
