@@ -227,6 +227,12 @@ func CompactFeedback(ctx context.Context, root string, cut time.Time, timeout ti
 		next.Write(l)
 		next.WriteByte('\n')
 	}
+	// Appends hold the file's flock shared while they write
+	// (manifest.AppendLine): with it held here, none is under way from
+	// the last read to the replacement, and one that opened the old file
+	// meanwhile appends to the new one.
+	release, _ := manifest.HoldAppends(old, timeout)
+	defer release()
 	// What other writers appended since the read, up to now.
 	more, err := readCappedAt(old, path, end)
 	if err != nil {
@@ -238,10 +244,12 @@ func CompactFeedback(ctx context.Context, root string, cut time.Time, timeout ti
 	if err := manifest.WriteFile(path, next.Bytes(), 0o644); err != nil {
 		return res, err
 	}
+	release()
 	res.BytesNow = int64(next.Len())
-	// Appends that reached the old file while it was being replaced. A
-	// writer opens, writes and closes in microseconds: two looks, a
-	// moment apart, carry over whatever made it there.
+	// Appends that reached the old file while it was being replaced, by a
+	// writer that does not take the flock (a file system without flock,
+	// an older learnwatch): it opens, writes and closes in microseconds,
+	// and two looks, a moment apart, carry over whatever made it there.
 	for range 2 {
 		if err := failpoint.Inject("compact:catch-up"); err != nil {
 			return res, err

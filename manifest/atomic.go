@@ -215,17 +215,33 @@ func (s *Staged) Abort() {
 // single write on an O_APPEND descriptor, then fsyncs. Used for the
 // append-only event files, where rewriting would be O(n). The file is
 // opened through safefs.OpenAppend: never through a symlink, regular only.
+//
+// The write holds a shared flock on the file (where the file system has
+// flock): a journal's compaction (HoldAppends) replaces the file while it
+// holds that flock exclusively, so an append is either in the file the
+// compaction reads or, opened before the replacement and written after
+// it, finds the file it opened replaced and appends to the new one
+// instead of to a file no longer there.
 func AppendLine(path string, line []byte) error {
 	if err := failpoint.Inject("append:" + filepath.Base(path)); err != nil {
 		return fmt.Errorf("append %s: %w", path, err)
 	}
-	f, err := safefs.OpenAppend(path)
-	if err != nil {
-		if safefs.IsRefused(err) {
-			return err
+	var f *os.File
+	for try := 0; ; try++ {
+		var err error
+		if f, err = safefs.OpenAppend(path); err != nil {
+			if safefs.IsRefused(err) {
+				return err
+			}
+			return fmt.Errorf("open %s: %w", path, err)
 		}
-		return fmt.Errorf("open %s: %w", path, err)
+		failpoint.Pause("append-opened:" + filepath.Base(path))
+		if !flock(f, false, appendLockWait) || try == appendReopens || !replaced(f, path) {
+			break
+		}
+		f.Close() // replaced since it was opened: append to the new file
 	}
+	failpoint.Pause("append-locked:" + filepath.Base(path))
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(buf, line...)
 	buf = append(buf, '\n')
@@ -238,6 +254,38 @@ func AppendLine(path string, line []byte) error {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// appendLockWait bounds how long an append waits for a compaction to
+// let the file go (it holds it for a read of the tail and a write of the
+// new file: milliseconds); past it the append goes on without the flock.
+// appendReopens bounds how many times an append follows a replaced file.
+const (
+	appendLockWait = 5 * time.Second
+	appendReopens  = 8
+)
+
+// replaced reports whether path no longer names the file f is open on.
+func replaced(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	now, err := os.Lstat(path)
+	return err != nil || !os.SameFile(fi, now)
+}
+
+// HoldAppends takes f's flock exclusively (f is an append-only file a
+// compaction is about to replace), waiting up to wait for the appends
+// under way (AppendLine) to finish. While it is held no append writes to
+// f, and one that opened f meanwhile finds f replaced once it may write.
+// held is false where the file system has no flock or the wait ran out:
+// release is then a no-op.
+func HoldAppends(f *os.File, wait time.Duration) (release func(), held bool) {
+	if !flock(f, true, wait) {
+		return func() {}, false
+	}
+	return func() { funlock(f) }, true
 }
 
 func syncDir(dir string) error {
