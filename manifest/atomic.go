@@ -57,6 +57,19 @@ func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
 	return writeFileFrom(path, perm, false, writeData(data))
 }
 
+// WriteFileParts is WriteFile of the parts one after the other, without
+// joining them first.
+func WriteFileParts(path string, perm os.FileMode, parts ...[]byte) error {
+	return writeFileFrom(path, perm, true, func(w io.Writer) error {
+		for _, p := range parts {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // writeData writes data.
 func writeData(data []byte) func(io.Writer) error {
 	return func(w io.Writer) error {

@@ -3,6 +3,7 @@ package staleness
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -59,11 +60,16 @@ func saveSkips(t testing.TB, c *Checker) bool {
 	skip := c.cache.enabled && c.cache.unchanged(c.err == nil, hist)
 	if skip {
 		head := len(cacheHeader(c.cache.local))
-		would, err := decodeCacheFile(c.encodeCache(hist)[head:])
+		table, body := c.encodeCache(hist)
+		would, err := decodeCacheFile(append(table, body...))
 		if err != nil {
 			t.Fatalf("the cache a save would write does not decode: %v", err)
 		}
-		read, err := decodeCacheFile(c.cache.oldBytes[head:])
+		data, err := os.ReadFile(c.cache.file)
+		if err != nil || sha256.Sum256(data) != c.cache.oldSum {
+			t.Fatalf("the cache file is not the one read (%v)", err)
+		}
+		read, err := decodeCacheFile(data[head:])
 		if err != nil {
 			t.Fatalf("the cache read does not decode: %v", err)
 		}
@@ -414,7 +420,7 @@ func TestCacheDamagedIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.cache.treeHit || c.cache.oldBytes != nil {
+	if c.cache.treeHit || c.cache.oldRead {
 		t.Error("the cache was read through a symlink")
 	}
 }
@@ -456,6 +462,49 @@ func TestCacheUnchangedRunWritesNothing(t *testing.T) {
 	}
 	if os.SameFile(fi1, fi3) {
 		t.Error("a run on a new HEAD did not rewrite the cache")
+	}
+}
+
+// A save that cannot tell from what the run did that the file holds it
+// all (cacheState.unchanged) encodes the file and writes nothing when the
+// bytes are the file's, as read or as last written: the bytes are compared
+// through their sum, not held.
+func TestCacheSameBytesWritesNothing(t *testing.T) {
+	r, log := scanRepo(t)
+	cfg := config.Default().Staleness
+	cacheRun(t, r.dir, Auto, cfg, log, true)
+	file := cachedir.Path(r.dir, CacheName)
+	fi1, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, c := cacheRun(t, r.dir, Auto, cfg, log, false)
+	for i, what := range []string{"as read", "as written"} {
+		c.cache.computed = true // as if an outcome had been worked out anew
+		if c.cache.unchanged(c.err == nil, c.saveHistory()) {
+			t.Fatal("the save is still skipped without an encode")
+		}
+		if err := c.SaveCache(); err != nil {
+			t.Fatal(err)
+		}
+		fi2, err := os.Stat(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+			t.Fatalf("a save of the same bytes (the file %s) rewrote the cache", what)
+		}
+		if i == 0 {
+			// Written once more (another file, the same bytes), it is the
+			// file last written that is compared.
+			c.cache.oldSum[0]++
+			if err := c.SaveCache(); err != nil {
+				t.Fatal(err)
+			}
+			if fi1, err = os.Stat(file); err != nil || os.SameFile(fi1, fi2) {
+				t.Fatalf("a save of other bytes than the file's wrote nothing (%v)", err)
+			}
+		}
 	}
 }
 
@@ -809,7 +858,11 @@ func TestCacheOutsideGitSkipsUnchangedSave(t *testing.T) {
 
 	// A file in another order than a save writes is written again.
 	_, c := cacheRun(t, dir, Auto, cfg, nil, false)
-	cf, err := decodeCacheFile(c.cache.oldBytes[len(cacheHeader(c.cache.local)):])
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := decodeCacheFile(data[len(cacheHeader(c.cache.local)):])
 	if err != nil {
 		t.Fatal(err)
 	}

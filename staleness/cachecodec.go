@@ -56,6 +56,13 @@ func (e *errCacheCodec) Error() string {
 
 // appendCacheFile appends the encoding of cf to b.
 func appendCacheFile(b []byte, cf *cacheFile) []byte {
+	table, body := cacheParts(cf)
+	return append(append(b, table...), body...)
+}
+
+// cacheParts returns the encoding of cf in two parts: the string table,
+// then the body that refers to it.
+func cacheParts(cf *cacheFile) (table, body []byte) {
 	nrefs := 0
 	for _, e := range cf.Extract {
 		nrefs += len(e.Refs)
@@ -151,15 +158,15 @@ func appendCacheFile(b []byte, cf *cacheFile) []byte {
 		}
 	}
 	// The string table, then the body that refers to it.
-	b = binary.AppendUvarint(b, uint64(len(e.strs)))
+	b := binary.AppendUvarint(nil, uint64(len(e.strs)))
 	for _, s := range e.strs {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 	}
-	b = slices.Grow(b, e.size+len(e.body))
+	b = slices.Grow(b, e.size)
 	for _, s := range e.strs {
 		b = append(b, s...)
 	}
-	return append(b, e.body...)
+	return b, e.body
 }
 
 func flag(v bool, bit byte) byte {
