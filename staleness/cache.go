@@ -242,8 +242,9 @@ type oldExtracts struct {
 }
 
 // newOldExtracts takes the file's extractions, sorting and deduplicating
-// those of a file not in the order a save writes (the last of a key
-// stands, as a map filled in the file's order would have it).
+// a copy of those of a file not in the order a save writes (the last of a
+// key stands, as a map filled in the file's order would have it). list
+// itself is left as read: whether the file is canonical is told from it.
 func newOldExtracts(list []cachedRefs) oldExtracts {
 	cmp := func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) }
 	if !slices.IsSortedFunc(list, func(a, b cachedRefs) int {
@@ -252,6 +253,7 @@ func newOldExtracts(list []cachedRefs) oldExtracts {
 		}
 		return -1 // a repeated key is out of order too
 	}) {
+		list = slices.Clone(list)
 		slices.SortStableFunc(list, cmp)
 		out := list[:0]
 		for i, e := range list {

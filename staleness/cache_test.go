@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -872,6 +873,33 @@ func TestCacheOutsideGitSkipsUnchangedSave(t *testing.T) {
 	}
 	run(cfg, false, "trees out of order")
 	run(cfg, true, "again")
+
+	// Extractions in another order than a save writes, or one twice: the
+	// file is written again (taking them in order in memory must not make
+	// the file read look canonical).
+	obs = []string{obsLine("obs_a", "created", "lib/a.go"), obsLine("obs_b", "created", "lib/b.go"), obsLine("obs_c", "created", "lib/c.go")}
+	run(cfg, false, "three observations")
+	run(cfg, true, "again")
+	for _, what := range []string{"extractions out of order", "an extraction twice"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := decodeCacheFile(data[len(cacheHeader(c.cache.local)):])
+		if err != nil || len(cf.Extract) < 3 {
+			t.Fatalf("%d extractions (%v), want 3", len(cf.Extract), err)
+		}
+		if what == "an extraction twice" {
+			cf.Extract = append(cf.Extract, cf.Extract[1])
+		} else {
+			slices.Reverse(cf.Extract)
+		}
+		if err := os.WriteFile(file, appendCacheFile([]byte(cacheHeader(c.cache.local)), &cf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		run(cfg, false, what)
+		run(cfg, true, "again")
+	}
 }
 
 // In git, a change of the extraction options alone (which the tree key

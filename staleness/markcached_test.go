@@ -140,7 +140,11 @@ func TestOldExtractsAsMap(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			slices.SortFunc(list, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
 		}
-		old := newOldExtracts(slices.Clone(list))
+		in := slices.Clone(list)
+		old := newOldExtracts(in)
+		if fmt.Sprint(in) != fmt.Sprint(list) {
+			t.Fatalf("the file's list was changed: %v, read %v", in, list)
+		}
 		if len(old.list) != len(want) || len(old.used) != len(want) {
 			t.Fatalf("%d extractions kept of %v, want %d", len(old.list), list, len(want))
 		}
