@@ -280,7 +280,7 @@ func readCappedAt(f *os.File, path string, off int64) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if fi.Size() > safefs.MaxJournal {
-		return nil, fmt.Errorf("read %s: %w", path, &safefs.RefusedError{Path: path, Reason: fmt.Sprintf("is %d bytes, over the %d-byte limit", fi.Size(), safefs.MaxJournal)})
+		return nil, fmt.Errorf("read %s: %w", path, safefs.TooLarge(path, fi.Size(), safefs.MaxJournal))
 	}
 	if fi.Size() <= off {
 		return nil, nil

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,15 +27,7 @@ func TestAppendOpenedBeforeCompactionIsKept(t *testing.T) {
 
 func appendAcrossCompaction(t *testing.T, point string) {
 	root := t.TempDir()
-	os.MkdirAll(Path(root, ""), 0o755)
-	var lines [][]byte
-	for i := range 200 {
-		l, _ := MarshalEvent(learn.Event{TS: t0.Add(time.Duration(i) * time.Minute), Target: fmt.Sprintf("obs_%d", i%7), Kind: learn.KindCited, Source: "cli", Type: "decision"})
-		lines = append(lines, l)
-	}
-	if err := appendLines(Path(root, FeedbackFile), lines); err != nil {
-		t.Fatal(err)
-	}
+	appendCited(t, root, 200, 7)
 	resume := filepath.Join(t.TempDir(), "resume")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAppendFeedback$", "-test.v")
 	cmd.Env = append(os.Environ(),

@@ -141,17 +141,26 @@ func TestCompactionBoundsTheJournal(t *testing.T) {
 	sameFold(t, "twice", refFold(t, root, now, learn.Params{}), before)
 }
 
+// appendCited appends n citations to the feedback journal under root, a
+// minute apart from t0, of targets observations in turn.
+func appendCited(t *testing.T, root string, n, targets int) {
+	t.Helper()
+	os.MkdirAll(Path(root, ""), 0o755)
+	var lines [][]byte
+	for i := range n {
+		l, _ := MarshalEvent(learn.Event{TS: t0.Add(time.Duration(i) * time.Minute), Target: fmt.Sprintf("obs_%d", i%targets), Kind: learn.KindCited, Source: "cli", Type: "decision"})
+		lines = append(lines, l)
+	}
+	if err := appendLines(Path(root, FeedbackFile), lines); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Another process keeps appending while the journal is compacted: none of
 // its lines is lost, and the fold is the fold of everything written.
 func TestCompactionWithAConcurrentWriter(t *testing.T) {
 	root := t.TempDir()
-	os.MkdirAll(Path(root, ""), 0o755)
-	var lines [][]byte
-	for i := range 2000 {
-		l, _ := MarshalEvent(learn.Event{TS: t0.Add(time.Duration(i) * time.Minute), Target: fmt.Sprintf("obs_%d", i%13), Kind: learn.KindCited, Source: "cli", Type: "decision"})
-		lines = append(lines, l)
-	}
-	appendLines(Path(root, FeedbackFile), lines)
+	appendCited(t, root, 2000, 13)
 	var wg sync.WaitGroup
 	const n = 300
 	wg.Add(1)

@@ -60,21 +60,18 @@ func WriteFileUnsynced(path string, data []byte, perm os.FileMode) error {
 // WriteFileParts is WriteFile of the parts one after the other, without
 // joining them first.
 func WriteFileParts(path string, perm os.FileMode, parts ...[]byte) error {
-	return writeFileFrom(path, perm, true, func(w io.Writer) error {
+	return writeFileFrom(path, perm, true, writeData(parts...))
+}
+
+// writeData writes the parts of the data, one after the other.
+func writeData(parts ...[]byte) func(io.Writer) error {
+	return func(w io.Writer) error {
 		for _, p := range parts {
 			if _, err := w.Write(p); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-}
-
-// writeData writes data.
-func writeData(data []byte) func(io.Writer) error {
-	return func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
 	}
 }
 

@@ -633,27 +633,42 @@ func ParseLog(data []byte) *Log {
 		l.noFinalNewline = true
 	}
 	size := len(data)
-	n := bytes.Count(data, []byte{'\n'}) + 1
-	l.Lines = make([]*Line, 0, n)
-	slab := make([]Line, n) // one allocation for every line
+	l.Lines = make([]*Line, 0, bytes.Count(data, []byte{'\n'})+1)
 	// The lines are stretches of held chunks of data: one, unless data
 	// is longer than a line's 32-bit offset reaches.
-	base, held := 0, heldChunk(data)
-	for at := 0; at < len(data); {
-		end := len(data)
-		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-			end = at + i
+	for rest := data; len(rest) > 0; {
+		held := rest
+		if len(held) > math.MaxInt32 {
+			if i := bytes.LastIndexByte(held[:math.MaxInt32], '\n'); i >= 0 {
+				held = held[:i+1]
+			}
 		}
-		if end-base > math.MaxInt32 {
-			base, held = at, heldChunk(data[at:])
-		}
-		ln := &slab[len(l.Lines)]
-		ln.ck, ln.at, ln.n = held, int32(at-base), int32(end-at)
-		l.Lines = append(l.Lines, ln)
-		at = end + 1
+		l.addLines(heldChunk(held), held)
+		rest = rest[len(held):]
 	}
 	parseLines(l.Lines, parallel.Workers(size, parseShare))
 	return l
+}
+
+// addLines appends the lines of b, the bytes of chunk c, whole lines but
+// for a last one without its newline: each line a stretch of c, all in
+// one allocation.
+func (l *Log) addLines(c *logChunk, b []byte) {
+	n := bytes.Count(b, []byte{'\n'})
+	if b[len(b)-1] != '\n' {
+		n++
+	}
+	slab := make([]Line, n)
+	at := 0
+	for i := range slab {
+		end := len(b)
+		if j := bytes.IndexByte(b[at:], '\n'); j >= 0 {
+			end = at + j
+		}
+		slab[i] = Line{ck: c, at: int32(at), n: int32(end - at)}
+		l.Lines = append(l.Lines, &slab[i])
+		at = end + 1
+	}
 }
 
 // parseShare is how many bytes of log make another goroutine worth

@@ -243,22 +243,7 @@ func (l *Log) addChunk(src *logSource, b []byte, off int64, last bool) {
 		l.noFinalNewline = true
 	}
 	from := len(l.Lines)
-	n := bytes.Count(b, []byte{'\n'})
-	if b[len(b)-1] != '\n' {
-		n++
-	}
-	slab := make([]Line, n)
-	at := 0
-	for i := range slab {
-		j := bytes.IndexByte(b[at:], '\n')
-		end := len(b)
-		if j >= 0 {
-			end = at + j
-		}
-		slab[i] = Line{ck: c, at: int32(at), n: int32(end - at)}
-		l.Lines = append(l.Lines, &slab[i])
-		at = end + 1
-	}
+	l.addLines(c, b)
 	// Resident first: the newest chunk stays while its lines are scanned.
 	src.mu.Lock()
 	src.keepResident(c, b)

@@ -1187,9 +1187,18 @@ func TestMarksChangedAfterTheirWrite(t *testing.T) {
 	}
 }
 
-// internJSON gives what decoding the value and interning it gives, and
-// the package's constant itself for a known type or status, escaped or
-// not.
+// internJSON is the string of kindJSON(v), the scan's type or status.
+func internJSON(v []byte) string {
+	k, odd := kindJSON(v)
+	if k == oddKind {
+		return odd
+	}
+	return kinds[k]
+}
+
+// kindJSON (through internJSON) gives what decoding the value and
+// interning it gives, and the package's constant itself for a known type
+// or status, escaped or not.
 func TestInternJSON(t *testing.T) {
 	for _, v := range []string{
 		`"workflow"`, `"procedural"`, `"decision"`, `"pitfall"`,

@@ -406,20 +406,34 @@ const oddKind kind = 255
 // kinds are the values a kind names: none, the types, the statuses.
 var kinds = append(append([]string{""}, Types...), Statuses...)
 
-// setKind sets the type (i 0) or status (i 1) to s.
-func (f *indexFields) setKind(i int, s string) {
-	k := oddKind
-	for j, c := range kinds {
-		if c == s {
-			k = kind(j)
-			break
+// kindJSON is the type or status the JSON string v (valid) holds: a
+// known value's place in kinds, compared in place when it is written
+// plainly (every line has both), or oddKind and the value decoded.
+func kindJSON(v []byte) (kind, string) {
+	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
+		for j, c := range kinds {
+			if string(inner) == c {
+				return kind(j), ""
+			}
 		}
 	}
+	s := jsonString(v)
+	for j, c := range kinds {
+		if s == c {
+			return kind(j), ""
+		}
+	}
+	return oddKind, s
+}
+
+// setKind sets the type (i 0) or status (i 1) to k, odd its value when k
+// is oddKind (kindJSON).
+func (f *indexFields) setKind(i int, k kind, odd string) {
 	if k == oddKind {
 		if f.odd == nil {
 			f.odd = new([2]string)
 		}
-		f.odd[i] = s
+		f.odd[i] = odd
 	}
 	if i == 0 {
 		f.typ = k
@@ -531,9 +545,11 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			case kID:
 				f.id = jsonString(v)
 			case kType:
-				f.setKind(0, internJSON(v))
+				k, odd := kindJSON(v)
+				f.setKind(0, k, odd)
 			case kStatus:
-				f.setKind(1, internJSON(v))
+				k, odd := kindJSON(v)
+				f.setKind(1, k, odd)
 			case kArtifactPath:
 				f.artifact = jsonString(v)
 			case kStaleReason:
@@ -592,24 +608,6 @@ func jsonString(v []byte) string {
 	var s string
 	_ = json.Unmarshal(v, &s)
 	return s
-}
-
-// internJSON is intern(jsonString(v)) without making a string for a
-// known type or status written plainly (every line has both).
-func internJSON(v []byte) string {
-	if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
-		for _, c := range Types {
-			if string(inner) == c {
-				return c
-			}
-		}
-		for _, c := range Statuses {
-			if string(inner) == c {
-				return c
-			}
-		}
-	}
-	return intern(jsonString(v))
 }
 
 // intern returns the constant for a known type or status, so that 100k

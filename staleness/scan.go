@@ -112,17 +112,26 @@ type firstRefs struct {
 	byID map[string]string
 }
 
-// add counts findings and keeps the first reference of id.
+// add counts findings, an entry's, and keeps the first one's reference
+// for id.
 func (f *firstRefs) add(id string, findings []Finding) {
 	f.n += len(findings)
-	if len(findings) == 0 || id == "" {
+	if len(findings) > 0 {
+		f.keep(id, findings[0].Ref)
+	}
+}
+
+// keep makes ref the first stale reference of id, unless id has one
+// already (or is empty).
+func (f *firstRefs) keep(id, ref string) {
+	if id == "" {
 		return
 	}
 	if f.byID == nil {
 		f.byID = map[string]string{}
 	}
 	if _, ok := f.byID[id]; !ok {
-		f.byID[id] = findings[0].Ref
+		f.byID[id] = ref
 	}
 }
 
@@ -579,13 +588,11 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 	if log == nil {
 		return nil
 	}
-	first := make(map[string]string, len(findings))
+	firsts := firstRefs{byID: make(map[string]string, len(findings))}
 	for _, f := range findings {
-		if _, ok := first[f.ID]; !ok && f.ID != "" {
-			first[f.ID] = f.Ref
-		}
+		firsts.keep(f.ID, f.Ref)
 	}
-	return markFirst(log, first)
+	return markFirst(log, firsts.byID)
 }
 
 // markFirst is Mark given the first finding's reference of each id.
