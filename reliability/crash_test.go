@@ -56,6 +56,10 @@ type scenario struct {
 	// check adds what only this scenario knows (after the final reconcile);
 	// logBefore is the log before the scenario ran.
 	check func(root, logBefore string) []string
+	// timed is set when how many times a point is hit within the process
+	// follows the timing of events (the watcher's passes): a kill after
+	// the first hit that did not fire is tried again (killCase).
+	timed bool
 }
 
 func sessionStdin(root string) string {
@@ -272,6 +276,7 @@ func scenarios() []scenario {
 			}
 		},
 		steps: []step{{watch: true, c: call{now: day(20)}}},
+		timed: true,
 		check: func(root, _ string) []string {
 			probs := signalsOnce(root, map[string]int{"deleted PF-001": 1})
 			if readObs(root)["obs_pf_a"].Status != "deprecated" {
@@ -521,8 +526,25 @@ func trace(t *testing.T, sc scenario) map[string]int {
 
 // killCase runs scenario sc with failpoint fp (after skip hits) on a copy
 // of the template, then recovers the way a user would — reconcile, then
-// the commands that failed again — and checks the invariants.
+// the commands that failed again — and checks the invariants. The point
+// must fire. In a timed scenario a later hit (skip > 0) may not come in
+// one run — the trace's run had one more of the watcher's passes than
+// this one, which happened once under a loaded CI run — so that run is
+// tried up to three times; the first hit must come every time.
 func killCase(t *testing.T, sc scenario, fp string, skip int) {
+	for try := 1; ; try++ {
+		if killRun(t, sc, fp, skip) {
+			return
+		}
+		if !sc.timed || skip == 0 || try == 3 {
+			t.Fatalf("failpoint %s (skip %d) never fired: the scenario no longer reaches it", fp, skip)
+		}
+		t.Logf("failpoint %s (skip %d) not reached in run %d (the watcher's passes follow the events' timing): again", fp, skip, try)
+	}
+}
+
+// killRun is one run of killCase: false when fp did not fire.
+func killRun(t *testing.T, sc scenario, fp string, skip int) (fired bool) {
 	tmpl, exp := crashTemplate(t)
 	root := t.TempDir()
 	copyTree(t, tmpl, root)
@@ -535,7 +557,6 @@ func killCase(t *testing.T, sc scenario, fp string, skip int) {
 	logBefore, _ := os.ReadFile(manifest.PathsFor(root).Log)
 	env := []string{"LEARNWATCH_FAILPOINT=" + fp, "LEARNWATCH_FAILPOINT_SKIP=" + strconv.Itoa(skip)}
 	errorMode := strings.Contains(fp, "=")
-	fired := false
 	var failed []step
 	for _, s := range sc.steps {
 		s = stdinFor(s, root)
@@ -571,7 +592,7 @@ func killCase(t *testing.T, sc scenario, fp string, skip int) {
 		}
 	}
 	if !fired {
-		t.Fatalf("failpoint %s (skip %d) never fired: the scenario no longer reaches it", fp, skip)
+		return false
 	}
 	// Recovery: reconcile, then whatever failed, again.
 	must(t, root, call{args: []string{"reconcile"}, now: day(30)})
@@ -588,6 +609,7 @@ func killCase(t *testing.T, sc scenario, fp string, skip int) {
 		check = func(root string) []string { return sc.check(root, string(logBefore)) }
 	}
 	settle(t, root, exp, check)
+	return true
 }
 
 // settle runs the final reconcile, render, reconcile and checks the
