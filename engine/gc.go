@@ -14,29 +14,37 @@ const (
 	// times what is live before the collector runs, instead of twice.
 	passGCPercent = 400
 	// passHeapFloor and passHeapPerLogHalfByte set the soft memory limit
-	// that keeps it bounded: the larger of 128 MiB and five and a half
+	// that keeps it bounded: the larger of 96 MiB and five and a half
 	// bytes per byte of the learning log. A first pass holds about four
 	// per byte at its peak (the log as read, its lines' index, the
 	// staleness pass's references and cache), so the limit stays above
 	// what is live and the collector does not run back to back; a limit
 	// of eight per byte and a 256 MiB floor let a 100,000 observations'
-	// pass grow to 300 MiB where 210 serve it in the same time.
-	passHeapFloor          = 128 << 20
+	// pass grow to 300 MiB where 210 serve it in the same time. Below
+	// ChunkedFrom the floor is the limit (a 10,000 observations' pass
+	// holds about 35 MB at its peak).
+	passHeapFloor          = 96 << 20
 	passHeapPerLogHalfByte = 11
 	// passHeapPerChunkedLogHalfByte is the limit's bytes per byte of a log
 	// read in chunks (manifest.ReadsChunked), which the pass does not
-	// hold: three and a half. A 100,000 observations' first pass held
-	// about three per byte at its peak, and since 2026-11-28 (a smaller
-	// line index, no findings held, the staleness cache's extractions not
-	// copied into maps) about two and a half. At four per byte (a live
-	// peak of three), alternated with the limit of 5.5 per byte on a whole
-	// log: its peak RSS 212 -> 158 MiB, its time 2.6-2.9 -> 3.1-3.3 s (the
-	// collector runs more often); a full pass with the caches 255 -> 189
-	// MiB, 1.7-1.8 -> 1.8-2.0 s. At three and a half, with the smaller
-	// heap, alternated with the code before at four: a first pass 158-162
-	// -> 139-140 MiB, a full pass with caches 190-193 -> 169-170 MiB, in
-	// the same time (2.9-3.5 s and 2.0-2.5 s both ways).
-	passHeapPerChunkedLogHalfByte = 7
+	// hold: two and a half. The history, at 100,000 observations (a 38 MB
+	// log): at four per byte (a live peak of three), alternated with the
+	// limit of 5.5 per byte on a whole log, its peak RSS 212 -> 158 MiB,
+	// its time 2.6-2.9 -> 3.1-3.3 s; a full pass with the caches 255 ->
+	// 189 MiB. At three and a half, with a smaller heap (a line index of
+	// 144 bytes a line, no findings held): a first pass 158-162 -> 139-140
+	// MiB, a full pass with caches 190-193 -> 169-170 MiB, in the same
+	// time. Since a pass that keeps no state lets its plan go before the
+	// staleness pass (heal.State.letGo) the first pass's live peak is
+	// about 80 MB (96 before) and the full pass's about 96 MB, so two and
+	// a half per byte (and the floor at 96 MiB instead of 128, which at
+	// 100,000 observations was the first pass's limit) hold them: the
+	// first pass 139 -> 107-109 MiB in the same 1.1-1.4 s, the full pass
+	// with the caches 168 -> 123 MiB in 0.73-0.79 s instead of 0.70-0.74
+	// (six alternated runs). The code before this change under the same
+	// limit: 132 MiB and 1.76 s for the first pass, the collector running
+	// back to back.
+	passHeapPerChunkedLogHalfByte = 5
 )
 
 // relaxGC sets the collector for one full pass and returns what restores
