@@ -239,7 +239,8 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		e.warm.Forget()
 	}
 	if !p.NoStatCache {
-		opts.Known = start.known()
+		k := start.known()
+		opts.Known = &k // emptied by the pass once it has loaded
 	}
 	if e.failed {
 		opts.Touched = nil

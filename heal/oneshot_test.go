@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -90,5 +91,27 @@ func TestPlanLetGoBeforeTheStalenessPass(t *testing.T) {
 				t.Fatalf("deletions %d, manifest staged %v, log staged %v", res.Deletions, pr.manifestW != nil, pr.logW != nil)
 			}
 		})
+	}
+}
+
+// The stats the caller took before the pass (Options.Known) are taken by
+// it and emptied once it has loaded: the caller's map goes with them.
+func TestKnownEmptiedOnceLoaded(t *testing.T) {
+	root, arts := movedRepo(t)
+	abs := filepath.Join(root, arts["obs_a"])
+	st, typ := statcache.LstatRaw(abs)
+	if typ == 0 {
+		t.Fatal("no stat of", abs)
+	}
+	known := statcache.Known{abs: {Stat: st, Type: typ}}
+	res, err := Reconcile(context.Background(), root, Options{Now: testNow, LockTimeout: 10 * time.Second, Known: &known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if known != nil {
+		t.Fatalf("the caller's stats are still held after the pass: %v", known)
+	}
+	if res.Unchanged != 3 {
+		t.Fatalf("unchanged %d, want 3", res.Unchanged)
 	}
 }
