@@ -15,8 +15,8 @@ const (
 	passGCPercent = 400
 	// passHeapFloor and passHeapPerLogHalfByte set the soft memory limit
 	// that keeps it bounded: the larger of 96 MiB and five and a half
-	// bytes per byte of the learning log. A first pass holds about four
-	// per byte at its peak (the log as read, its lines' index, the
+	// bytes per byte of the learning log. A first pass over a log read
+	// whole holds about four per byte at its peak (the log as read, its lines' index, the
 	// staleness pass's references and cache), so the limit stays above
 	// what is live and the collector does not run back to back; a limit
 	// of eight per byte and a 256 MiB floor let a 100,000 observations'
@@ -35,15 +35,16 @@ const (
 	// 144 bytes a line, no findings held): a first pass 158-162 -> 139-140
 	// MiB, a full pass with caches 190-193 -> 169-170 MiB, in the same
 	// time. Since a pass that keeps no state lets its plan go before the
-	// staleness pass (heal.State.letGo) the first pass's live peak is
-	// about 80 MB (96 before) and the full pass's about 96 MB, so two and
-	// a half per byte (and the floor at 96 MiB instead of 128, which at
-	// 100,000 observations was the first pass's limit) hold them: the
-	// first pass 139 -> 107-109 MiB in the same 1.1-1.4 s, the full pass
-	// with the caches 168 -> 123 MiB in 0.73-0.79 s instead of 0.70-0.74
-	// (six alternated runs). The code before this change under the same
-	// limit: 132 MiB and 1.76 s for the first pass, the collector running
-	// back to back.
+	// staleness pass (heal.State.letGo), takes its staleness Checker after
+	// the load and empties the replay check's stats once loaded, both the
+	// first pass and the full pass with the caches peak at about 80 MB
+	// live (96 and 95 before), so two and a half per byte (and the floor
+	// at 96 MiB instead of 128, which at 100,000 observations was the
+	// first pass's limit) hold them: the first pass 139 -> 107-109 MiB in
+	// the same 1.1-1.4 s, the full pass with the caches 168 -> 123 MiB in
+	// 0.69-0.74 s against 0.70-0.74 (alternated runs). The code before
+	// under the same limit: 132 MiB and 1.76 s for the first pass, the
+	// collector running back to back.
 	passHeapPerChunkedLogHalfByte = 5
 )
 

@@ -1428,7 +1428,10 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 	defer lock.Release()
 	if time.Since(asked) > knownWait {
 		// Another process held the lock: what it wrote is not in the
-		// stats taken before.
+		// stats taken before. They are emptied all the same.
+		if opts.Known != nil {
+			*opts.Known = nil
+		}
 		opts.Known = nil
 	}
 	res, err := reconcileLocked(ctx, root, p, opts)
