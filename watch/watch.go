@@ -168,8 +168,9 @@ type watcher struct {
 	// that pass stale, and the next pass drops it.
 	events, prepared uint64
 	// passTook is a running estimate of how long a pass, or preparing
-	// one, takes: a burst's pass is prepared that long (twice, and at least
-	// burstQuiet after the last event) before its debounce ends.
+	// one, takes: a burst's pass is prepared that long (twice, plus
+	// prepareSlack, and at least burstQuiet after the last event) before
+	// its debounce ends.
 	passTook time.Duration
 
 	// gitDir is the worktree's git directory ("" outside git), where git
@@ -409,7 +410,7 @@ func (w *watcher) schedule() {
 	}
 	w.timer.Reset(max(time.Until(due), 0))
 	if w.burstPreparable() {
-		lead := min(2*w.passTook, w.set.debounce)
+		lead := min(2*w.passTook+prepareSlack, w.set.debounce)
 		at := due.Add(-lead)
 		if earliest := w.last.Add(burstQuiet); at.Before(earliest) {
 			at = earliest
@@ -758,6 +759,14 @@ const prepareRetry = 20 * time.Millisecond
 // of a 200 ms debounce when it waited 60 ms, which a 50,000-artifact pass
 // (100–180 ms, most of it the sync of a 14 MB manifest) often overran.
 const burstQuiet = 15 * time.Millisecond
+
+// prepareSlack is added to twice passTook in a burst's preparation lead:
+// the timer's wake-up, the scheduler and the preparation's own checks do
+// not shrink with the pass. A 2 ms pass of a small memory, prepared 4 ms
+// before its debounce ended on an idle machine, was ready 0.5-2 ms after
+// it, so the prepared pass never waited and its collection
+// (collectBefore) never ran (TestCollectBeforeDue failed 3 runs of 4).
+const prepareSlack = 10 * time.Millisecond
 
 // burstPreparable reports whether the pending burst's pass may be prepared
 // ahead of its time: a burst of events (none lost, not polling), its pass
