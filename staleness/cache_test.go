@@ -426,6 +426,22 @@ func TestCacheDamagedIsIgnored(t *testing.T) {
 	}
 }
 
+// statFile stats file, which must be there.
+func statFile(t *testing.T, file string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// rewritten reports whether now is not the file was as before: another
+// file, or the same one written since.
+func rewritten(was, now os.FileInfo) bool {
+	return !os.SameFile(was, now) || !was.ModTime().Equal(now.ModTime())
+}
+
 // A run where nothing changed writes nothing; one whose cache was used
 // but whose trees changed rewrites it.
 func TestCacheUnchangedRunWritesNothing(t *testing.T) {
@@ -433,10 +449,7 @@ func TestCacheUnchangedRunWritesNothing(t *testing.T) {
 	cfg := config.Default().Staleness
 	cacheRun(t, r.dir, Auto, cfg, log, true)
 	file := cachedir.Path(r.dir, CacheName)
-	fi1, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fi1 := statFile(t, file)
 	if gi, err := os.ReadFile(filepath.Join(cachedir.Dir(r.dir), ".gitignore")); err != nil || !strings.Contains(string(gi), "*") {
 		t.Fatalf("cache directory without its .gitignore: %q %v", gi, err)
 	}
@@ -444,11 +457,8 @@ func TestCacheUnchangedRunWritesNothing(t *testing.T) {
 		t.Fatalf("git sees the cache: %s", out)
 	}
 	cacheRun(t, r.dir, Auto, cfg, log, true)
-	fi2, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+	fi2 := statFile(t, file)
+	if rewritten(fi1, fi2) {
 		t.Error("an unchanged run rewrote the cache")
 	}
 	r.write("src/new.go", "x\n")
@@ -457,10 +467,7 @@ func TestCacheUnchangedRunWritesNothing(t *testing.T) {
 	if c.cache.treeHit {
 		t.Error("outcomes of the previous HEAD were used")
 	}
-	fi3, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fi3 := statFile(t, file)
 	if os.SameFile(fi1, fi3) {
 		t.Error("a run on a new HEAD did not rewrite the cache")
 	}
@@ -475,10 +482,7 @@ func TestCacheSameBytesWritesNothing(t *testing.T) {
 	cfg := config.Default().Staleness
 	cacheRun(t, r.dir, Auto, cfg, log, true)
 	file := cachedir.Path(r.dir, CacheName)
-	fi1, err := os.Stat(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fi1 := statFile(t, file)
 	_, c := cacheRun(t, r.dir, Auto, cfg, log, false)
 	for i, what := range []string{"as read", "as written"} {
 		c.cache.computed = true // as if an outcome had been worked out anew
@@ -488,11 +492,8 @@ func TestCacheSameBytesWritesNothing(t *testing.T) {
 		if err := c.SaveCache(); err != nil {
 			t.Fatal(err)
 		}
-		fi2, err := os.Stat(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !os.SameFile(fi1, fi2) || !fi1.ModTime().Equal(fi2.ModTime()) {
+		fi2 := statFile(t, file)
+		if rewritten(fi1, fi2) {
 			t.Fatalf("a save of the same bytes (the file %s) rewrote the cache", what)
 		}
 		if i == 0 {
@@ -502,8 +503,8 @@ func TestCacheSameBytesWritesNothing(t *testing.T) {
 			if err := c.SaveCache(); err != nil {
 				t.Fatal(err)
 			}
-			if fi1, err = os.Stat(file); err != nil || os.SameFile(fi1, fi2) {
-				t.Fatalf("a save of other bytes than the file's wrote nothing (%v)", err)
+			if fi1 = statFile(t, file); os.SameFile(fi1, fi2) {
+				t.Fatal("a save of other bytes than the file's wrote nothing")
 			}
 		}
 	}
