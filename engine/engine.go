@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/learnwatch/learnwatch/config"
@@ -296,6 +297,11 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			}
 		}
 	}
+	if p.AfterGit && err == nil {
+		if w := trackedWrite(e.root, res.Wrote); w != "" {
+			rep.Warnings = append(rep.Warnings, w)
+		}
+	}
 	if res.CacheErr != nil {
 		rep.Warnings = append(rep.Warnings, cacheWarning("stat", res.CacheErr))
 	}
@@ -313,6 +319,24 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 	recorded()
 	rep.Warnings = append(rep.Warnings, policyWarnings...)
 	return rep, nil
+}
+
+// trackedWrite is the warning of a pass after git (a git hook's) that
+// wrote memory files git tracks — it recorded what a person did, a
+// deletion committed on the branch just checked out, say — or "": left
+// modified, they make git refuse a rebase, or a switch to a branch whose
+// memory differs, until they are committed or stashed (docs/git.md).
+func trackedWrite(root string, wrote []string) string {
+	for _, path := range wrote {
+		if heal.Tracked(root, path) {
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				rel = path
+			}
+			return fmt.Sprintf("%s is tracked by git and this pass changed it: commit it with your work, or stash it, before a rebase or a switch to a branch whose memory differs", filepath.ToSlash(rel))
+		}
+	}
+	return ""
 }
 
 // arrivals are the engine's kept arrivals with a pass's own (at most
