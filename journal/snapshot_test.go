@@ -379,3 +379,33 @@ func TestRefreshPolicyFolded(t *testing.T) {
 		t.Fatalf("no .memory: %+v %+v %v", none, fn, err)
 	}
 }
+
+// A snapshot that cannot be written (a file where the cache directory
+// goes) is the refresh's SnapshotErr: the policy, saved beside it, and the
+// fold stand.
+func TestRefreshPolicySnapshotNotSaved(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	clock := t0
+	data := randomJournal(r, &clock, 400)
+	now := clock.Add(48 * time.Hour)
+	p := learn.Params{MinEvents: 2}
+	root := t.TempDir()
+	os.MkdirAll(Path(root, ""), 0o755)
+	appendRaw(t, root, data)
+	if err := os.WriteFile(cachedir.Path(root, ""), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := refFold(t, root, now, p)
+	pol, f, err := RefreshPolicyFolded(t.Context(), root, now, time.Second, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.SnapshotErr == nil {
+		t.Fatal("no SnapshotErr for a snapshot that could not be written")
+	}
+	sameFold(t, "unsaved", f, want)
+	saved, err := LoadPolicy(root)
+	if err != nil || len(pol.Overlays) == 0 || !reflect.DeepEqual(normal(saved), normal(pol)) {
+		t.Fatalf("policy saved %+v (%v), refreshed %+v", saved, err, pol)
+	}
+}
