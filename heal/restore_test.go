@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -107,5 +109,34 @@ func TestDeletionEventsNameTheRendering(t *testing.T) {
 	}
 	if !u.Tracked || u.Event.Of != deleted[0] {
 		t.Fatalf("learnwatch restore names %q, the deletion %q", u.Event.Of, deleted[0])
+	}
+}
+
+// PenalisedSince takes the penalties applied at or after the moment, in
+// the manifest's order, each observation once; not a live entry, nor a
+// penalty whose time does not parse.
+func TestPenalisedSince(t *testing.T) {
+	del := func(at string) *manifest.Deletion { return &manifest.Deletion{At: at, Status: manifest.Created} }
+	m := &manifest.Manifest{Entries: []manifest.Entry{
+		{ObservationID: "obs_old", Deleted: del("2026-01-04T23:59:59Z")},
+		{ObservationID: "obs_b", Deleted: del("2026-01-05T00:00:00Z")},
+		{ObservationID: "obs_live"},
+		{ObservationID: "obs_a", Deleted: del("2026-01-05T10:00:00+02:00")},
+		{ObservationID: "obs_b", Deleted: del("2026-01-06T00:00:00Z")},
+		{ObservationID: "obs_bad", Deleted: del("yesterday")},
+	}}
+	since := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		since time.Time
+		want  []string
+	}{
+		{since, []string{"obs_b", "obs_a"}},
+		{since.Add(-time.Second), []string{"obs_old", "obs_b", "obs_a"}},
+		{since.Add(8*time.Hour + time.Second), []string{"obs_b"}},
+		{since.Add(48 * time.Hour), nil},
+	} {
+		if got := PenalisedSince(m, c.since); !slices.Equal(got, c.want) {
+			t.Errorf("since %s: %v, want %v", c.since, got, c.want)
+		}
 	}
 }

@@ -15,6 +15,10 @@ import (
 // penalty on record.
 var ErrNoPenalty = errors.New("no deletion penalty on record")
 
+// ErrNoObservation is returned by Undo for an id the learning log does not
+// hold.
+var ErrNoObservation = errors.New("no such observation in the learning log")
+
 // UndoResult says what undoing a penalty did.
 type UndoResult struct {
 	ID         string  `json:"id"`
@@ -24,6 +28,8 @@ type UndoResult struct {
 	// when it is gone: the entry is dropped and a created observation goes
 	// back to ready, so the next render writes it again.
 	Tracked bool `json:"tracked"`
+	// PenalisedAt is when the penalty was applied (RFC 3339).
+	PenalisedAt string `json:"penalised_at,omitempty"`
 	// Event is the restored feedback event that cancels the deleted one.
 	Event learn.Event `json:"-"`
 }
@@ -35,7 +41,7 @@ type UndoResult struct {
 func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 	o := st.Log.Find(id)
 	if o == nil {
-		return UndoResult{}, fmt.Errorf("%s: no such observation in the learning log", id)
+		return UndoResult{}, fmt.Errorf("%s: %w", id, ErrNoObservation)
 	}
 	i := st.Manifest.Find(id)
 	if i < 0 || st.Manifest.Entries[i].Deleted == nil {
@@ -45,7 +51,7 @@ func Undo(st *State, id string, now time.Time) (UndoResult, error) {
 	penalised := e // as the penalty left it: the restore names its deletion
 	d := e.Deleted
 	o.Status, o.Confidence, o.DeprecatedAt = d.Status, d.Confidence, d.DeprecatedAt
-	res := UndoResult{ID: id}
+	res := UndoResult{ID: id, PenalisedAt: d.At}
 	rel, ok := st.Rel[e.Path]
 	if ok && st.returned(e, rel, liveAnchors(st)) {
 		e.Deleted = nil
@@ -85,31 +91,73 @@ func (st *State) artifact(rel, anchor, obsID string) []byte {
 	return markdown.SectionText(src, s)
 }
 
-// Restore runs Undo on the repository at root under the learning lock and
-// writes the log, then the manifest.
-func Restore(ctx context.Context, root, id string, opts Options) (UndoResult, error) {
+// Selection names the deletion penalties Restore undoes: those of the
+// observations IDs, or, when Since is set, every penalty applied at or
+// after it (a clean-up that took many artifacts at once: `git clean -x`
+// with .claude/ ignored, an `rm -r`).
+type Selection struct {
+	IDs   []string
+	Since time.Time
+}
+
+// Restore runs Undo on the repository at root under the learning lock for
+// every penalty sel names, in the manifest's order for Since, and writes
+// the log, then the manifest, once. An id without a penalty on record is an
+// error that writes nothing; Since matching none restores none.
+func Restore(ctx context.Context, root string, sel Selection, opts Options) ([]UndoResult, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
 	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
 	if err != nil {
-		return UndoResult{}, err
+		return nil, err
 	}
 	defer lock.Release()
 	st, err := Load(root)
 	if err != nil {
-		return UndoResult{}, err
+		return nil, err
 	}
 	if st.ManifestErr != nil {
-		return UndoResult{}, fmt.Errorf("%w: run learnwatch reconcile first", st.ManifestErr)
+		return nil, fmt.Errorf("%w: run learnwatch reconcile first", st.ManifestErr)
 	}
-	res, err := Undo(st, id, opts.Now)
-	if err != nil {
-		return res, err
+	ids := sel.IDs
+	if !sel.Since.IsZero() {
+		ids = PenalisedSince(st.Manifest, sel.Since)
+	}
+	out := make([]UndoResult, 0, len(ids))
+	for _, id := range ids {
+		res, err := Undo(st, id, opts.Now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	if len(out) == 0 {
+		return out, nil
 	}
 	if err := manifest.WriteLog(p.Log, st.Log); err != nil {
-		return res, err
+		return nil, err
 	}
-	return res, manifest.WriteManifest(p.Manifest, st.Manifest)
+	return out, manifest.WriteManifest(p.Manifest, st.Manifest)
+}
+
+// PenalisedSince lists the observations of m's entries whose deletion
+// penalty was applied at or after since, in the manifest's order, each
+// once. A penalty whose time does not parse is left out.
+func PenalisedSince(m *manifest.Manifest, since time.Time) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range m.Entries {
+		if e.Deleted == nil || seen[e.ObservationID] {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, e.Deleted.At)
+		if err != nil || at.Before(since) {
+			continue
+		}
+		seen[e.ObservationID] = true
+		ids = append(ids, e.ObservationID)
+	}
+	return ids
 }

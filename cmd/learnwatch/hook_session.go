@@ -132,6 +132,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				cfg := a.hookConfig(root)
 				// The index ranks with the log the reconcile left, when it
 				// wrote it: no second parse of the file.
+				started := now().UTC().Truncate(time.Second) // no later than its penalties' time
 				res, err := reconcileSession(a, root, cfg)
 				log := res.Log
 				if err != nil {
@@ -148,6 +149,12 @@ func newSessionStartHook(a *app) *cobra.Command {
 					"hookEventName":     "SessionStart",
 					"additionalContext": ix.Text,
 				}}
+				if n := len(res.Deleted); n >= manyDeleted {
+					// Shown to the person, not the agent: a clean-up that
+					// took many artifacts at once is penalised like any
+					// deletion, and this is the moment to undo it.
+					out["systemMessage"] = fmt.Sprintf("learnwatch: %d rendered artifacts were gone and are penalised as deletions; if that was a clean-up (git clean -x, rm -r) and not a verdict on them, run: learnwatch restore --since %s", n, started.Format(time.RFC3339))
+				}
 				b, err := json.Marshal(out)
 				if err != nil {
 					return err

@@ -69,7 +69,7 @@ func newStatusCmd(a *app) *cobra.Command {
 				}
 				fmt.Fprintf(w, "artifacts: %d registered\n", len(m.Entries)-m.Penalised())
 				if n := m.Penalised(); n > 0 {
-					fmt.Fprintf(w, "deleted artifacts: %d (penalised; put back, or learnwatch restore ID, to undo)\n", n)
+					fmt.Fprintf(w, "deleted artifacts: %d (penalised; put back, or learnwatch restore ID, or restore --since WHEN for many, to undo)\n", n)
 				}
 				if merr != nil {
 					fmt.Fprintf(w, "manifest: %v (run learnwatch reconcile)\n", merr)

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/heal"
-	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/staleness"
@@ -19,46 +20,120 @@ import (
 // The ways out of a penalty or a review flag: restore, resolve, edit.
 
 func newRestoreCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "restore OBS_ID",
-		Short: "Undo the deletion penalty of an observation: status and confidence back to what they were",
-		Long: `restore undoes a deletion penalty by hand. Status, confidence and
+	var since string
+	cmd := &cobra.Command{
+		Use:   "restore OBS_ID... | restore --since WHEN",
+		Short: "Undo deletion penalties: status and confidence back to what they were",
+		Long: `restore undoes deletion penalties by hand. Status, confidence and
 deprecated_at go back to the values recorded when the penalty was applied,
 and a restored feedback event cancels the deleted one. When the artifact is
 there it is tracked again; when it is gone the observation goes back to
-ready, so the next render writes it again.`,
+ready, so the next render writes it again.
+
+Name the observations, or undo every penalty applied since a moment with
+--since: a duration ago (15m, 2h) or an RFC 3339 time. That is the way back
+from a clean-up that was not a verdict on the artifacts — git clean -x with
+.claude/ ignored, an rm -r — which reconcile penalises like any deletion.
+All of them are restored in one write, or none (an id without a penalty).`,
 		Example: `  learnwatch restore obs_release          # the command was deleted by mistake
-  learnwatch restore obs_release --json   # {"id","status","confidence","tracked"}`,
-		Args: cobra.ExactArgs(1),
+  learnwatch restore obs_a obs_b          # several at once
+  learnwatch restore --since 15m          # everything the last quarter hour penalised
+  learnwatch restore obs_release --json   # {"id","status","confidence","tracked"}
+  learnwatch restore --since 15m --json   # {"since":…,"restored":[{"id",…},…]}`,
 		RunE: func(_ *cobra.Command, args []string) error {
+			t := now()
+			var sel heal.Selection
+			switch {
+			case since != "" && len(args) > 0:
+				return exitcode.Bad("restore: name observations or give --since, not both")
+			case since != "":
+				at, err := parseSince(since, t)
+				if err != nil {
+					return exitcode.Bad("restore: --since %q: %v", since, err)
+				}
+				sel.Since = at
+			case len(args) == 0:
+				return exitcode.Bad("restore: name the observations to restore, or give --since (learnwatch restore --help)")
+			default:
+				sel.IDs = args
+			}
 			root, cfg, err := a.setup()
 			if err != nil {
 				return err
 			}
-			t := now()
-			res, err := heal.Restore(a.ctx, root, args[0], heal.Options{Now: t, LockTimeout: cfg.Lock.Timeout.Duration})
+			out, warn, err := a.engine(root, cfg).Restore(a.ctx, sel, t)
+			res := out.Undone
 			if errors.Is(err, heal.ErrNoPenalty) {
-				return exitcode.Bad("restore: %v (only a penalty reconcile applied for a deleted artifact can be undone)", err)
+				return exitcode.Bad("restore: %v (only a penalty reconcile applied for a deleted artifact can be undone); nothing was restored", err)
 			}
-			if err != nil && !errors.Is(err, manifest.ErrLockTimeout) && res.ID == "" {
+			if errors.Is(err, heal.ErrNoObservation) || errors.Is(err, manifest.ErrCorruptManifest) {
 				return exitcode.Bad("restore: %v", err)
 			}
 			if err != nil {
-				return err
+				return err // the lock, or reading and writing the files
 			}
-			if err := journal.AppendFeedback(root, res.Event); err != nil {
-				fmt.Fprintf(a.stderr, "learnwatch: feedback not recorded: %v\n", err)
+			for _, w := range warn {
+				fmt.Fprintf(a.stderr, "learnwatch: %s\n", w)
 			}
-			return a.emit(res, func(w io.Writer) {
-				fmt.Fprintf(w, "restored %s: %s, confidence %.2f", res.ID, res.Status, res.Confidence)
-				if res.Tracked {
-					fmt.Fprintln(w, ", its artifact is tracked again")
-				} else {
-					fmt.Fprintln(w, "; its artifact is gone, the next render writes it again")
+			if len(out.Tightened) > 0 {
+				fmt.Fprintf(a.stderr, "learnwatch: the policy tightened %s after these deletions and stays so (overlays only tighten): `learnwatch policy reset TYPE` starts a type afresh\n", strings.Join(out.Tightened, ", "))
+			}
+			human := func(w io.Writer) {
+				for _, r := range res {
+					fmt.Fprintf(w, "restored %s: %s, confidence %.2f", r.ID, r.Status, r.Confidence)
+					if r.Tracked {
+						fmt.Fprintln(w, ", its artifact is tracked again")
+					} else {
+						fmt.Fprintln(w, "; its artifact is gone, the next render writes it again")
+					}
 				}
-			})
+				if !sel.Since.IsZero() {
+					what := "penalties"
+					if len(res) == 1 {
+						what = "penalty"
+					}
+					fmt.Fprintf(w, "restore: %d deletion %s applied since %s undone\n", len(res), what, sel.Since.UTC().Format(time.RFC3339))
+				}
+			}
+			if len(args) == 1 && len(res) == 1 {
+				return a.emit(res[0], human) // one object, as it always was
+			}
+			return a.emit(restoredJSON{Since: sinceJSON(sel.Since), Restored: res}, human)
 		},
 	}
+	cmd.Flags().StringVar(&since, "since", "", "undo every deletion penalty applied since WHEN: a duration ago (15m, 2h) or an RFC 3339 time")
+	return cmd
+}
+
+// restoredJSON is restore's --json object for several observations or
+// --since.
+type restoredJSON struct {
+	Since    string            `json:"since,omitempty"`
+	Restored []heal.UndoResult `json:"restored"`
+}
+
+// sinceJSON is t in RFC 3339, "" for the zero time.
+func sinceJSON(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// parseSince reads WHEN: a duration before now (15m, 2h) or an RFC 3339
+// time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, errors.New("a duration ago must not be negative")
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, errors.New("want a duration ago (15m, 2h) or an RFC 3339 time (2026-01-02T15:04:05Z)")
+	}
+	return t, nil
 }
 
 func newResolveCmd(a *app) *cobra.Command {
