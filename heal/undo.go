@@ -142,6 +142,21 @@ func Restore(ctx context.Context, root string, sel Selection, opts Options) ([]U
 	return out, manifest.WriteManifest(p.Manifest, st.Manifest)
 }
 
+// ManyDeleted is how many deletions in one pass make it say how to undo
+// them all (UndoHint).
+const ManyDeleted = 3
+
+// UndoHint is what a pass that penalised n deletions, started at since,
+// tells the person (reconcile's text, the session-start hook's message, the
+// watcher's log): "" for fewer than ManyDeleted.
+func UndoHint(n int, since time.Time) string {
+	if n < ManyDeleted {
+		return ""
+	}
+	return fmt.Sprintf("%d artifacts deleted at once: if that was a clean-up (git clean -x, rm -r) and not a verdict on them, `learnwatch restore --since %s` undoes the penalties",
+		n, since.UTC().Truncate(time.Second).Format(time.RFC3339))
+}
+
 // PenalisedSince lists the observations of m's entries whose deletion
 // penalty was applied at or after since, in the manifest's order, each
 // once. A penalty whose time does not parse is left out.

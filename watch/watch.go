@@ -35,6 +35,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/gitrepo"
+	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -556,6 +557,9 @@ func (w *watcher) fire(ctx context.Context) {
 		"rendered", len(res.Rendered), "deleted", head(res.Deleted), "edited", head(res.Edited))
 	if res.Moved > 0 {
 		w.log.Info("moved artifacts followed (not deletions)", "moved", head(res.MovedTo))
+	}
+	if hint := heal.UndoHint(res.Deletions, time.Now().Add(-took)); hint != "" {
+		w.log.Info(hint)
 	}
 	for _, p := range res.Problems {
 		w.log.Warn("reconcile problem", "problem", p)

@@ -13,6 +13,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/exitcode"
+	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/lifecycle"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/textsafe"
@@ -155,7 +156,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			started := now().UTC().Truncate(time.Second) // no later than its penalties' time
+			started := now() // no later than its penalties' time
 			res, err := reconcileExplicit(a, root, cfg)
 			if err != nil {
 				return err
@@ -168,8 +169,8 @@ func newReconcileCmd(a *app) *cobra.Command {
 				for _, id := range res.Deleted {
 					fmt.Fprintf(w, "  deleted artifact: %s deprecated (confidence ×0.3)\n", id)
 				}
-				if len(res.Deleted) >= manyDeleted {
-					fmt.Fprintf(w, "  %d artifacts deleted at once: if that was a clean-up (git clean -x, rm -r) and not a verdict on them, `learnwatch restore --since %s` undoes the penalties\n", len(res.Deleted), started.Format(time.RFC3339))
+				if hint := heal.UndoHint(len(res.Deleted), started); hint != "" {
+					fmt.Fprintf(w, "  %s\n", hint)
 				}
 				for _, id := range res.Edited {
 					fmt.Fprintf(w, "  edited artifact: %s (hash updated, your edit is kept)\n", id)
@@ -193,10 +194,6 @@ func newReconcileCmd(a *app) *cobra.Command {
 		},
 	}
 }
-
-// manyDeleted is how many deletions in one pass get reconcile's hint
-// that restore --since undoes them.
-const manyDeleted = 3
 
 func newIndexCmd(a *app) *cobra.Command {
 	var budget int

@@ -16,6 +16,7 @@ import (
 	"github.com/learnwatch/learnwatch/deadline"
 	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/hooks"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/textsafe"
@@ -132,7 +133,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 				cfg := a.hookConfig(root)
 				// The index ranks with the log the reconcile left, when it
 				// wrote it: no second parse of the file.
-				started := now().UTC().Truncate(time.Second) // no later than its penalties' time
+				started := now() // no later than its penalties' time
 				res, err := reconcileSession(a, root, cfg)
 				log := res.Log
 				if err != nil {
@@ -149,11 +150,11 @@ func newSessionStartHook(a *app) *cobra.Command {
 					"hookEventName":     "SessionStart",
 					"additionalContext": ix.Text,
 				}}
-				if n := len(res.Deleted); n >= manyDeleted {
+				if hint := heal.UndoHint(len(res.Deleted), started); hint != "" {
 					// Shown to the person, not the agent: a clean-up that
 					// took many artifacts at once is penalised like any
 					// deletion, and this is the moment to undo it.
-					out["systemMessage"] = fmt.Sprintf("learnwatch: %d rendered artifacts were gone and are penalised as deletions; if that was a clean-up (git clean -x, rm -r) and not a verdict on them, run: learnwatch restore --since %s", n, started.Format(time.RFC3339))
+					out["systemMessage"] = "learnwatch: " + hint
 				}
 				b, err := json.Marshal(out)
 				if err != nil {
