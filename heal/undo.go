@@ -153,7 +153,7 @@ func UndoHint(n int, since time.Time) string {
 	if n < ManyDeleted {
 		return ""
 	}
-	return fmt.Sprintf("%d artifacts deleted at once: if that was a clean-up (git clean -x, rm -r) and not a verdict on them, `learnwatch restore --since %s` undoes the penalties",
+	return fmt.Sprintf("%d artifacts deleted at once: if that was a clean-up (git clean -x, rm -r) and not a verdict on them, put them back (git restore, when git has them) or undo the penalties with `learnwatch restore --since %s`",
 		n, since.UTC().Truncate(time.Second).Format(time.RFC3339))
 }
 
