@@ -126,7 +126,12 @@ func Restore(ctx context.Context, root string, sel Selection, opts Options) ([]U
 		ids = PenalisedSince(st.Manifest, sel.Since)
 	}
 	out := make([]UndoResult, 0, len(ids))
+	named := map[string]bool{}
 	for _, id := range ids {
+		if named[id] {
+			continue // named twice: undone once
+		}
+		named[id] = true
 		res, err := Undo(st, id, opts.Now)
 		if err != nil {
 			return nil, err
