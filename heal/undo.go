@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/learnwatch/learnwatch/failpoint"
+	"github.com/learnwatch/learnwatch/inbox"
+	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
@@ -100,32 +103,50 @@ type Selection struct {
 	Since time.Time
 }
 
+// Restoration is what Restore did.
+type Restoration struct {
+	Undone []UndoResult
+	// Inbox is what taking the learning lock drained (inbox.Lock).
+	Inbox inbox.Result
+	// FeedbackErr is set when the restored events could not be appended
+	// after the files were written: their record stays, and the next
+	// pass that takes the lock appends them (journal.CompletePending).
+	FeedbackErr error
+}
+
 // Restore runs Undo on the repository at root under the learning lock for
 // every penalty sel names, in the manifest's order for Since, and writes
 // the log, then the manifest, once. An id without a penalty on record is an
-// error that writes nothing; Since matching none restores none.
-func Restore(ctx context.Context, root string, sel Selection, opts Options) ([]UndoResult, error) {
+// error that writes nothing; Since matching none restores none. The
+// restored events are recorded exactly once, as a reconcile's are: the
+// lock is taken through inbox.Lock (an interrupted reconcile's feedback is
+// completed before this manifest replaces the one it names), and the
+// events' record names the manifest written (journal.Prepare, Commit). A
+// restore killed before its manifest was written can be run again: the
+// penalties are still on record and are undone the same way.
+func Restore(ctx context.Context, root string, sel Selection, opts Options) (Restoration, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
 	p := manifest.PathsFor(root)
-	lock, err := manifest.AcquireLock(ctx, p.LearningLock, opts.LockTimeout)
+	lock, drained, err := inbox.Lock(ctx, root, opts.LockTimeout)
 	if err != nil {
-		return nil, err
+		return Restoration{}, err
 	}
 	defer lock.Release()
+	out := Restoration{Inbox: drained}
 	st, err := Load(root)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
 	if st.ManifestErr != nil {
-		return nil, fmt.Errorf("%w: run learnwatch reconcile first", st.ManifestErr)
+		return out, fmt.Errorf("%w: run learnwatch reconcile first", st.ManifestErr)
 	}
 	ids := sel.IDs
 	if !sel.Since.IsZero() {
 		ids = PenalisedSince(st.Manifest, sel.Since)
 	}
-	out := make([]UndoResult, 0, len(ids))
+	undone := make([]UndoResult, 0, len(ids))
 	named := map[string]bool{}
 	for _, id := range ids {
 		if named[id] {
@@ -134,17 +155,37 @@ func Restore(ctx context.Context, root string, sel Selection, opts Options) ([]U
 		named[id] = true
 		res, err := Undo(st, id, opts.Now)
 		if err != nil {
-			return nil, err
+			return out, err
 		}
-		out = append(out, res)
+		undone = append(undone, res)
 	}
-	if len(out) == 0 {
+	if len(undone) == 0 {
+		out.Undone = undone
 		return out, nil
 	}
-	if err := manifest.WriteLog(p.Log, st.Log); err != nil {
-		return nil, err
+	b, err := st.Manifest.Encode()
+	if err != nil {
+		return out, fmt.Errorf("encode manifest: %w", err)
 	}
-	return out, manifest.WriteManifest(p.Manifest, st.Manifest)
+	evs := make([]learn.Event, len(undone))
+	for i, r := range undone {
+		evs[i] = r.Event
+	}
+	jp, err := journal.Prepare(root, evs, false, journal.ManifestSum(b), opts.Now)
+	if err != nil {
+		return out, fmt.Errorf("record feedback: %w", err)
+	}
+	if err := manifest.WriteLog(p.Log, st.Log); err != nil {
+		return out, err
+	}
+	if err := manifest.WriteFile(p.Manifest, b, 0o644); err != nil {
+		return out, err
+	}
+	out.Undone = undone
+	if out.FeedbackErr = failpoint.Inject("restore:before-feedback"); out.FeedbackErr == nil {
+		out.FeedbackErr = journal.Commit(root, jp)
+	}
+	return out, nil
 }
 
 // ManyDeleted is how many deletions in one pass make it say how to undo

@@ -314,7 +314,26 @@ func scenarios() []scenario {
 			return probs
 		},
 	}
-	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall, compactScenario()}
+	// restore: the template's pending deletion penalised, then undone by
+	// hand (--since, which a re-run after a crash can repeat): the deleted
+	// event exactly once, and the restored one exactly once when the
+	// penalty ended up undone (a restore that ran before a killed
+	// reconcile's penalty was written restores nothing).
+	restore := scenario{
+		name: "restore",
+		steps: []step{
+			{c: call{args: []string{"reconcile"}, now: day(20)}},
+			{c: call{args: []string{"restore", "--since", "8760h"}, now: day(21)}},
+		},
+		check: func(root, _ string) []string {
+			restored := 1
+			if readObs(root)["obs_wf_a"].Status == "deprecated" {
+				restored = 0
+			}
+			return signalsOnce(root, map[string]int{"deleted obs_wf_a": 1, "restored obs_wf_a": restored, "edited obs_pr_a": 1})
+		},
+	}
+	return []scenario{core, inboxSc, corruptManifest, purge, clear, learning, watch, hooksInstall, compactScenario(), restore}
 }
 
 // signalsOnce checks that feedback.jsonl holds each "kind target" event

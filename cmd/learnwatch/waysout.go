@@ -62,6 +62,7 @@ All of them are restored in one write, or none (an id without a penalty).`,
 				return err
 			}
 			out, warn, err := a.engine(root, cfg).Restore(a.ctx, sel, t)
+			a.reportDrain(out.Inbox)
 			res := out.Undone
 			if errors.Is(err, heal.ErrNoPenalty) {
 				return exitcode.Bad("restore: %v (only a penalty reconcile applied for a deleted artifact can be undone); nothing was restored", err)
