@@ -34,7 +34,11 @@ Name the observations, or undo every penalty applied since a moment with
 --since: a duration ago (15m, 2h) or an RFC 3339 time. That is the way back
 from a clean-up that was not a verdict on the artifacts — git clean -x with
 .claude/ ignored, an rm -r — which reconcile penalises like any deletion.
-All of them are restored in one write, or none (an id without a penalty).`,
+All of them are restored in one write, or none (an id without a penalty).
+When git still has the files, putting them back (git restore) is simpler:
+the next reconcile undoes their penalties and they stay rendered. A type
+whose policy the deletions tightened stays held for approval (overlays only
+tighten); restore names it, and policy reset TYPE starts it afresh.`,
 		Example: `  learnwatch restore obs_release          # the command was deleted by mistake
   learnwatch restore obs_a obs_b          # several at once
   learnwatch restore --since 15m          # everything the last quarter hour penalised
