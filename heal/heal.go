@@ -145,6 +145,9 @@ type Result struct {
 	Dropped   int `json:"dropped"`
 	Stale     int `json:"stale"`
 	Errors    int `json:"errors"`
+	// At is the pass's time (Options.Now): the time its penalties carry
+	// (manifest.Deletion.At), to the second.
+	At time.Time `json:"-"`
 	// Rebuilt counts created observations registered again because the
 	// manifest had lost them (absent or corrupt manifest).
 	Rebuilt int `json:"rebuilt"`
@@ -977,7 +980,7 @@ func (st *State) noteSums(rel string, e statcache.Entry) {
 // observations, the manifest entries and the usage file, and returns the
 // counts. It does no I/O.
 func Plan(st *State, now time.Time) Result {
-	res := Result{Corrupt: st.Log.Corrupt()}
+	res := Result{At: now, Corrupt: st.Log.Corrupt()}
 	if st.Sections == nil {
 		// A state built by hand (loadWarm parses them): parsed once here,
 		// for Plan and State.text alike.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,5 +139,21 @@ func TestPenalisedSince(t *testing.T) {
 		if got := PenalisedSince(m, c.since); !slices.Equal(got, c.want) {
 			t.Errorf("since %s: %v, want %v", c.since, got, c.want)
 		}
+	}
+}
+
+// UndoHint names the pass's own time, the one its penalties carry (to the
+// second), from ManyDeleted deletions on.
+func TestUndoHint(t *testing.T) {
+	at := time.Date(2026, 1, 5, 10, 0, 7, 900_000_000, time.FixedZone("", 3600))
+	if h := UndoHint(Result{Deletions: ManyDeleted - 1, At: at}); h != "" {
+		t.Errorf("%d deletions: %q", ManyDeleted-1, h)
+	}
+	h := UndoHint(Result{Deletions: ManyDeleted, At: at})
+	if !strings.HasPrefix(h, "3 artifacts deleted at once") || !strings.HasSuffix(h, "`learnwatch restore --since 2026-01-05T09:00:07Z`") {
+		t.Errorf("hint %q", h)
+	}
+	if res := Plan(&State{Log: &manifest.Log{}, Manifest: &manifest.Manifest{}}, at); !res.At.Equal(at) {
+		t.Errorf("Plan's result is of %v, want %v", res.At, at)
 	}
 }

@@ -192,15 +192,16 @@ func Restore(ctx context.Context, root string, sel Selection, opts Options) (Res
 // them all (UndoHint).
 const ManyDeleted = 3
 
-// UndoHint is what a pass that penalised n deletions, started at since,
+// UndoHint is what a pass that penalised ManyDeleted deletions or more
 // tells the person (reconcile's text, the session-start hook's message, the
-// watcher's log): "" for fewer than ManyDeleted.
-func UndoHint(n int, since time.Time) string {
-	if n < ManyDeleted {
+// watcher's log), naming the pass's time, which its penalties carry: ""
+// for fewer.
+func UndoHint(res Result) string {
+	if res.Deletions < ManyDeleted {
 		return ""
 	}
 	return fmt.Sprintf("%d artifacts deleted at once: if that was a clean-up (git clean -x, rm -r) and not a verdict on them, put them back (git restore, when git has them) or undo the penalties with `learnwatch restore --since %s`",
-		n, since.UTC().Truncate(time.Second).Format(time.RFC3339))
+		res.Deletions, res.At.UTC().Truncate(time.Second).Format(time.RFC3339))
 }
 
 // PenalisedSince lists the observations of m's entries whose deletion

@@ -558,7 +558,7 @@ func (w *watcher) fire(ctx context.Context) {
 	if res.Moved > 0 {
 		w.log.Info("moved artifacts followed (not deletions)", "moved", head(res.MovedTo))
 	}
-	if hint := heal.UndoHint(res.Deletions, time.Now().Add(-took)); hint != "" {
+	if hint := heal.UndoHint(res); hint != "" {
 		w.log.Info(hint)
 	}
 	for _, p := range res.Problems {

@@ -156,7 +156,6 @@ func newReconcileCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			started := now() // no later than its penalties' time
 			res, err := reconcileExplicit(a, root, cfg)
 			if err != nil {
 				return err
@@ -169,7 +168,7 @@ func newReconcileCmd(a *app) *cobra.Command {
 				for _, id := range res.Deleted {
 					fmt.Fprintf(w, "  deleted artifact: %s deprecated (confidence ×0.3)\n", id)
 				}
-				if hint := heal.UndoHint(len(res.Deleted), started); hint != "" {
+				if hint := heal.UndoHint(res); hint != "" {
 					fmt.Fprintf(w, "  %s\n", hint)
 				}
 				for _, id := range res.Edited {

@@ -133,7 +133,6 @@ func newSessionStartHook(a *app) *cobra.Command {
 				cfg := a.hookConfig(root)
 				// The index ranks with the log the reconcile left, when it
 				// wrote it: no second parse of the file.
-				started := now() // no later than its penalties' time
 				res, err := reconcileSession(a, root, cfg)
 				log := res.Log
 				if err != nil {
@@ -150,7 +149,7 @@ func newSessionStartHook(a *app) *cobra.Command {
 					"hookEventName":     "SessionStart",
 					"additionalContext": ix.Text,
 				}}
-				if hint := heal.UndoHint(len(res.Deleted), started); hint != "" {
+				if hint := heal.UndoHint(res); hint != "" {
 					// Shown to the person, not the agent: a clean-up that
 					// took many artifacts at once is penalised like any
 					// deletion, and this is the moment to undo it.
