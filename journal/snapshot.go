@@ -155,20 +155,6 @@ func FoldFeedback(root string, now time.Time, p learn.Params) (Folded, error) {
 	return f, nil
 }
 
-// foldFeedbackLocked is FoldFeedback for a caller holding the learning
-// lock; with save it writes the new snapshot (a failure to write it
-// changes nothing but the next run's cost: it is returned as serr).
-func foldFeedbackLocked(root string, since map[string]time.Time, save bool) (fd folding, serr error, err error) {
-	fd, err = foldJournal(root, since)
-	if err != nil {
-		return folding{}, nil, err
-	}
-	if save && fd.save != nil {
-		serr = saveSnapshot(root, fd.save)
-	}
-	return fd, serr, nil
-}
-
 func saveSnapshot(root string, b []byte) error {
 	if _, err := cachedir.Ensure(root); err != nil {
 		return err

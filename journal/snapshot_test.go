@@ -110,6 +110,21 @@ func appendRaw(t testing.TB, root string, data []byte) {
 	}
 }
 
+// foldFeedbackLocked folds the journal for a caller holding the learning
+// lock and, with save, then writes the new snapshot (serr: a failure to
+// write it changes nothing but the next run's cost), as the policy refresh
+// does (refreshPolicyLocked saves the snapshot beside the policy).
+func foldFeedbackLocked(root string, since map[string]time.Time, save bool) (fd folding, serr error, err error) {
+	fd, err = foldJournal(root, since)
+	if err != nil {
+		return folding{}, nil, err
+	}
+	if save && fd.save != nil {
+		serr = saveSnapshot(root, fd.save)
+	}
+	return fd, serr, nil
+}
+
 // refresh folds under the lock, as the policy refresh does, writing the
 // snapshot.
 func refresh(t testing.TB, root string) {
@@ -323,14 +338,19 @@ func TestSnapshotConcurrentAppends(t *testing.T) {
 	}
 }
 
+// refreshJournal is the journal the refresh tests fold (400 events, enough
+// for overlays), the time they fold it at and the engine parameters.
+func refreshJournal() (data []byte, now time.Time, p learn.Params) {
+	r := rand.New(rand.NewPCG(9, 9))
+	clock := t0
+	data = randomJournal(r, &clock, 400)
+	return data, clock.Add(48 * time.Hour), learn.Params{MinEvents: 2}
+}
+
 // The session start's refresh hands back the fold it made: the same
 // policy as RefreshPolicy, the same fold as a full read.
 func TestRefreshPolicyFolded(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	clock := t0
-	data := randomJournal(r, &clock, 400)
-	now := clock.Add(48 * time.Hour)
-	p := learn.Params{MinEvents: 2}
+	data, now, p := refreshJournal()
 	a, b := t.TempDir(), t.TempDir()
 	for _, root := range []string{a, b} {
 		os.MkdirAll(Path(root, ""), 0o755)
@@ -384,11 +404,7 @@ func TestRefreshPolicyFolded(t *testing.T) {
 // goes) is the refresh's SnapshotErr: the policy, saved beside it, and the
 // fold stand.
 func TestRefreshPolicySnapshotNotSaved(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 9))
-	clock := t0
-	data := randomJournal(r, &clock, 400)
-	now := clock.Add(48 * time.Hour)
-	p := learn.Params{MinEvents: 2}
+	data, now, p := refreshJournal()
 	root := t.TempDir()
 	os.MkdirAll(Path(root, ""), 0o755)
 	appendRaw(t, root, data)
