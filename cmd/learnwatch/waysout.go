@@ -97,7 +97,7 @@ tighten); restore names it, and policy reset TYPE starts it afresh.`,
 					if len(res) == 1 {
 						what = "penalty"
 					}
-					fmt.Fprintf(w, "restore: %d deletion %s applied since %s undone\n", len(res), what, sel.Since.UTC().Format(time.RFC3339))
+					fmt.Fprintf(w, "restore: %d deletion %s applied since %s undone\n", len(res), what, sinceJSON(sel.Since))
 				}
 			}
 			if len(args) == 1 && len(res) == 1 {
@@ -117,7 +117,8 @@ type restoredJSON struct {
 	Restored []heal.UndoResult `json:"restored"`
 }
 
-// sinceJSON is t in RFC 3339, "" for the zero time.
+// sinceJSON is t in RFC 3339 (UTC), "" for the zero time: --since as
+// restore prints it.
 func sinceJSON(t time.Time) string {
 	if t.IsZero() {
 		return ""
