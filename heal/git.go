@@ -163,9 +163,9 @@ func (g *gitView) headHash() string {
 // index or HEAD's tree (an uncommitted deletion), or a commit of HEAD's
 // history since the render had it (a committed deletion), or no branch
 // has it (an untracked or ignored file that is gone). It is absent —
-// false — when another branch (or the stash) has it and HEAD's line never
-// did: a checkout, rebase or stash took it away; or when a sparse checkout
-// keeps it out of the work tree.
+// false — when another branch, ORIG_HEAD or the stash has it and HEAD's
+// line never did: a checkout, reset, rebase or stash took it away; or when
+// a sparse checkout keeps it out of the work tree.
 func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 	if g == nil {
 		return true
@@ -408,8 +408,13 @@ func (g *gitView) history(since time.Time) []*object.Tree {
 	return g.hist
 }
 
-// branchTips returns the trees of the local and remote branch tips and of
-// the stash (with its index and untracked-files parents), HEAD's excluded.
+// branchTips returns the trees of the local and remote branch tips, of
+// ORIG_HEAD and of the stash (with its index and untracked-files parents),
+// HEAD's excluded. ORIG_HEAD is where `git reset`, `git rebase` and `git
+// merge` leave the commit they moved the branch away from: after `git
+// reset --hard HEAD~1` or a rebase that drops a commit, the commit that had
+// the artifact is on no branch any more, and git, not the person, took the
+// file away.
 func (g *gitView) branchTips() []*object.Tree {
 	if g.tipsRead {
 		return g.tips
@@ -437,6 +442,9 @@ func (g *gitView) branchTips() []*object.Tree {
 			g.tips = append(g.tips, t)
 		}
 		return c
+	}
+	if r, err := g.repo.Reference(plumbing.ReferenceName("ORIG_HEAD"), true); err == nil && r.Type() == plumbing.HashReference {
+		add(r.Hash())
 	}
 	_ = refs.ForEach(func(r *plumbing.Reference) error {
 		if r.Type() != plumbing.HashReference {
