@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/learnwatch/learnwatch/safefs"
@@ -72,7 +73,10 @@ func (u *Usage) Register(id string, now time.Time) bool {
 		return false
 	}
 	created, _ := json.Marshal(now.UTC().Format(time.RFC3339))
-	u.Entries[id] = map[string]json.RawMessage{
+	// A copy of id: it is often a slice of the manifest's text
+	// (ReadManifest), which the usage file, kept to the end of a pass,
+	// would otherwise keep whole.
+	u.Entries[strings.Clone(id)] = map[string]json.RawMessage{
 		"cites":      json.RawMessage("0"),
 		"last_cited": json.RawMessage("null"),
 		"created":    created,

@@ -3,7 +3,9 @@ package statcache
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -114,4 +116,19 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("lookup returned another stat: %+v", e)
 		}
 	})
+}
+
+// Record keeps a key of its own: a path sliced from a larger text (the
+// manifest's, decoded in place) must not keep that text for the pass.
+func TestRecordCopiesKey(t *testing.T) {
+	text := strings.Repeat("x", 4096) + "a.md"
+	rel := text[4096:]
+	s := Stat{Size: 1, Mtime: 1}
+	c := Load(t.TempDir(), Default)
+	c.Record(rel, Entry{Stat: s}, s)
+	for k := range c.next {
+		if k != "a.md" || unsafe.StringData(k) == unsafe.StringData(rel) {
+			t.Fatalf("key %q shares the caller's bytes", k)
+		}
+	}
 }
