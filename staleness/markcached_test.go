@@ -161,3 +161,58 @@ func TestOldExtractsAsMap(t *testing.T) {
 		}
 	}
 }
+
+// A large file's extractions are found through the bucket index: every
+// key it holds, none it does not, whatever the spread of the keys (sums
+// spread evenly, and keys sharing their first bytes, which fall in one
+// bucket).
+func TestOldExtractsIndexed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	key := func(clustered bool) [32]byte {
+		var k [32]byte
+		for i := range k {
+			k[i] = byte(rng.Uint32())
+		}
+		if clustered {
+			copy(k[:9], "clustered") // one bucket for all of them
+		}
+		return k
+	}
+	for _, n := range []int{63, 64, 65, 100, 1000, 4097} {
+		for _, clustered := range []bool{false, true} {
+			var list []cachedRefs
+			seen := map[[32]byte]bool{}
+			for i := range n {
+				k := key(clustered && i%3 == 0)
+				seen[k] = true
+				list = append(list, cachedRefs{k, []Ref{{Path: fmt.Sprint(i)}}})
+			}
+			slices.SortFunc(list, func(a, b cachedRefs) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+			old := newOldExtracts(slices.Clone(list))
+			if n >= 64 && old.starts == nil {
+				t.Fatalf("n=%d: not indexed", n)
+			}
+			for _, e := range list {
+				i, ok := old.find(e.Key)
+				if !ok || old.list[i].Key != e.Key {
+					t.Fatalf("n=%d clustered=%v: key %x not found", n, clustered, e.Key[:8])
+				}
+			}
+			for range 200 {
+				k := key(clustered && rng.IntN(2) == 0)
+				if seen[k] {
+					continue
+				}
+				if _, ok := old.find(k); ok {
+					t.Fatalf("n=%d clustered=%v: found %x, not in the file", n, clustered, k[:8])
+				}
+			}
+			// Keys at either end of the key space.
+			for _, k := range [][32]byte{{}, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}} {
+				if _, ok := old.find(k); ok != seen[k] {
+					t.Fatalf("n=%d: edge key %x: %v", n, k[:8], ok)
+				}
+			}
+		}
+	}
+}
