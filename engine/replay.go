@@ -76,6 +76,11 @@ const (
 	depWay
 	// depList: a directory whose listing was read: like depFile.
 	depList
+	// depGit: a file of the repository that git's answers read (HEAD,
+	// a reference, the index: heal.GitInputs): like depFile, but git
+	// replaces it by a rename, so a change is a new inode and one made
+	// just before the pass does not leave it unconfirmed.
+	depGit
 )
 
 // depStat is a recorded path's state. Type is the file type bits
@@ -99,6 +104,10 @@ type replayRecord struct {
 	Head      string // HEAD's commit when the pass was in a git repository
 	Report    []byte // heal.Result, JSON
 	Kept      []string
+	// GitAsked: the pass asked git about an artifact (absent, checked
+	// out): its answers follow HEAD and the references, so a pass after
+	// git moved them is never answered from this record (Pass.AfterGit).
+	GitAsked bool
 }
 
 // replayable reports whether a pass p may be answered by a replay or
@@ -170,6 +179,7 @@ type diskRecord struct {
 	Head      string
 	Report    []byte
 	Kept      string // the kept ids, each ended by a NUL
+	GitAsked  bool
 }
 
 const flatWidth = 5
@@ -196,7 +206,7 @@ func splitNUL(s string) ([]string, bool) {
 }
 
 func toDisk(r *replayRecord) diskRecord {
-	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept),
+	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept), GitAsked: r.GitAsked,
 		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
 	for i, s := range r.Stats {
 		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
@@ -214,7 +224,7 @@ func fromDisk(d diskRecord) (*replayRecord, bool) {
 	if !ok1 || !ok2 || len(d.Kinds) != n || len(d.Flat) != flatWidth*n {
 		return nil, false
 	}
-	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept,
+	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept, GitAsked: d.GitAsked,
 		Stats: make([]depStat, n)}
 	for i := range r.Stats {
 		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
@@ -364,7 +374,10 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	}
 	start.rec, start.stats = rec, statsNow(rec)
 	changed := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
-	if len(changed) > 0 && !p.AfterGit {
+	// A git hook's pass is not run when only git's own files moved,
+	// unless the record's answers came from git.
+	afterGit := p.AfterGit && !rec.GitAsked
+	if len(changed) > 0 && !afterGit {
 		e.log.Debug("pass replay: input changed", "path", rec.Paths[changed[0]])
 		return heal.Result{}, false, start
 	}
@@ -385,7 +398,7 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	if len(changed) > 0 {
 		start.gitOnly = true
 	} else if want := strings.TrimPrefix(rec.Head, "none"); rec.Head != "" && headNow(e.root) != want {
-		if !p.AfterGit {
+		if !afterGit {
 			return heal.Result{}, false, start
 		}
 		start.gitOnly = true
@@ -420,6 +433,15 @@ func deps(root string, res heal.Result) (paths []string, kinds []depKind) {
 	}
 	for _, d := range res.StaleInputs.Dirs {
 		add(d, depList)
+	}
+	if res.GitAsked {
+		for _, f := range res.Git.Files {
+			add(f, depGit)
+		}
+		for _, d := range res.Git.Dirs {
+			add(d, depList)
+		}
+		files = append(files, res.Git.Files...) // their way is an input too
 	}
 	// Every directory from the root down to each input's parent: one
 	// swapped for a symlink would change what the pass may read.
@@ -476,7 +498,7 @@ func recordable(res heal.Result) bool {
 	return len(res.Inputs) > 0 && len(res.Wrote) == 0 && res.Recorded == 0 &&
 		in.Drained+in.Completed+in.Observations+in.Events+in.Citations+in.Feedback == 0 &&
 		len(in.Rejected) == 0 && in.Skipped == "" && in.Deferred == "" && !in.CitationPass &&
-		!res.GitAsked && res.CacheErr == nil && res.StaleCacheErr == nil
+		(!res.GitAsked || res.Git.Complete) && res.CacheErr == nil && res.StaleCacheErr == nil
 }
 
 // recordReplay writes the record of a full pass res (or removes a record
@@ -511,11 +533,16 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (
 			rec.Stats[i].Names = manifest.ListDirSum(rec.Paths[i])
 		}
 	}
-	if res.StaleInputs.Git {
-		if rec.Head = res.StaleInputs.Head; rec.Head == "" {
+	if res.StaleInputs.Git || res.GitAsked && res.Git.Complete {
+		head := res.StaleInputs.Head
+		if !res.StaleInputs.Git {
+			head = res.Git.Head
+		}
+		if rec.Head = head; rec.Head == "" {
 			rec.Head = "none"
 		}
 	}
+	rec.GitAsked = res.GitAsked
 	mode := statcache.ModeOf(e.cfg.Engine.CheckStat)
 	wait := quiet(mode)
 	if e.replayQuiet > 0 {
@@ -550,8 +577,19 @@ func unconfirmed(root string, start *replayStart, rec *replayRecord, mode statca
 	if start.rec == nil {
 		return "first record"
 	}
-	if !slices.Equal(start.rec.Paths, rec.Paths) || !slices.Equal(start.rec.Kinds, rec.Kinds) {
-		return "other inputs than the last record"
+	// Every input of this pass must have been stat'ed before it: the last
+	// record's paths hold them all (both lists are sorted). It may hold
+	// more: the pass that wrote it asked git, and this one did not.
+	at := make([]int, len(rec.Paths))
+	j := 0
+	for i, p := range rec.Paths {
+		for j < len(start.rec.Paths) && start.rec.Paths[j] < p {
+			j++
+		}
+		if j == len(start.rec.Paths) || start.rec.Paths[j] != p || start.rec.Kinds[j] != rec.Kinds[i] {
+			return "other inputs than the last record"
+		}
+		at[i] = j
 	}
 	ns := start.at.Add(-wait).UnixNano()
 	// The memory directory and the cache directory change while a pass
@@ -571,11 +609,16 @@ func unconfirmed(root string, start *replayStart, rec *replayRecord, mode statca
 		index = filepath.Join(gitDir, "index")
 	}
 	for i, k := range rec.Kinds {
-		if !same(k, start.stats[i], rec.Stats[i], mode) ||
-			k == depList && !lockDirs[rec.Paths[i]] && !statcache.Same(statcache.Entry{Stat: start.stats[i].Stat}, rec.Stats[i].Stat, mode) {
+		was := start.stats[at[i]]
+		if !same(k, was, rec.Stats[i], mode) ||
+			k == depList && !lockDirs[rec.Paths[i]] && !statcache.Same(statcache.Entry{Stat: was.Stat}, rec.Stats[i].Stat, mode) {
 			return "changed during the pass: " + rec.Paths[i]
 		}
-		if s := rec.Stats[i]; k == depFile && recent(s.Stat, ns, mode) && rec.Paths[i] != index {
+		// A file git replaced by a rename has a new inode: one it wrote
+		// just before the pass proves what it is (under check_stat:
+		// minimal the inode is not compared, and the wait stands).
+		racy := k == depFile || k == depGit && mode == statcache.Minimal
+		if s := rec.Stats[i]; racy && recent(s.Stat, ns, mode) && rec.Paths[i] != index {
 			return "changed just before the pass: " + rec.Paths[i]
 		}
 	}

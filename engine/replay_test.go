@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -512,5 +514,202 @@ func TestReplaySessionWithNothingRendered(t *testing.T) {
 	pass(next)
 	if r := pass(next); !r.Replayed {
 		t.Fatal("the next day, left alone: not replayed")
+	}
+}
+
+// A pass that asked git (an artifact absent from the checkout, another
+// line's version checked out) is replayed while nothing it depends on
+// changed, git's references included, and every pass, replayed or not, is
+// byte for byte a pass that never replays: random checkouts, branches
+// made, deleted and put back, resets to ORIG_HEAD, stashes, packed
+// references and a person's changes, in a repository where the artifacts
+// were committed on a branch of their own (.memory local).
+func TestReplayGitProperty(t *testing.T) {
+	// The same commits in both roots: a penalty records HEAD.
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	replayedAsked := 0
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 29))
+			tw := newTwin(t, "")
+			tw.quiet = 20 * time.Millisecond
+			arts := tw.artifacts()
+			tw.do(func(root string) {
+				putFile(t, root, ".gitignore", ".memory/\n")
+				gitRun(t, root, "init", "-q", "-b", "main")
+				gitRun(t, root, "add", ".gitignore")
+				gitRun(t, root, "commit", "-q", "-m", "base")
+				gitRun(t, root, "checkout", "-q", "-b", "feat")
+				gitRun(t, root, "add", "-A")
+				gitRun(t, root, "commit", "-q", "-m", "the artifacts")
+				gitRun(t, root, "checkout", "-q", "main")
+			})
+			feat := strings.TrimSpace(gitOut(t, tw.a, "rev-parse", "feat"))
+			saved := map[string][]byte{}
+			branch := "main"
+			for i := range 30 {
+				rel := arts[rng.IntN(len(arts))]
+				var what string
+				switch op := rng.IntN(10); op {
+				case 0, 1:
+					to := map[string]string{"main": "feat", "feat": "main"}[branch]
+					tw.gitBoth("checkout", "-q", to)
+					if now := strings.TrimSpace(gitOut(t, tw.a, "branch", "--show-current")); now != "" {
+						branch = now
+					}
+					what = "checkout " + to
+				case 2:
+					what = fmt.Sprintf("branch tmp%d", i)
+					tw.gitBoth("branch", fmt.Sprintf("tmp%d", i))
+				case 3:
+					// feat goes and comes back (its commit is kept).
+					if gitOut(t, tw.a, "branch", "--list", "feat") == "" {
+						what = "feat put back"
+						tw.gitBoth("update-ref", "refs/heads/feat", feat)
+					} else if branch != "feat" {
+						what = "feat deleted"
+						tw.gitBoth("update-ref", "-d", "refs/heads/feat")
+					}
+				case 4:
+					what = "reset --hard ORIG_HEAD"
+					tw.gitBoth("reset", "-q", "--hard", "ORIG_HEAD")
+				case 5:
+					what = "pack-refs"
+					tw.gitBoth("pack-refs", "--all")
+				case 6:
+					if rng.IntN(2) == 0 {
+						what = "stash -u"
+						tw.gitBoth("stash", "-q", "-u")
+					} else {
+						what = "stash pop"
+						tw.gitBoth("stash", "pop", "-q")
+					}
+				case 7, 8:
+					what = tw.personOp(rng.IntN(3), rel, i, saved)
+				default:
+					what = "nothing"
+				}
+				r := tw.reconcile(fmt.Sprintf("step %d: %s", i, what))
+				if r.Replayed && r.GitAsked {
+					t.Fatalf("step %d: a replay claims to have asked git", i)
+				}
+				// Left alone, the pass settles and is replayed.
+				for k := range 3 {
+					r = tw.reconcile(fmt.Sprintf("step %d: %s, again %d", i, what, k))
+				}
+				if r.Replayed && r.Absent+r.CheckedOut > 0 {
+					replayedAsked++
+				}
+			}
+			if tw.replays == 0 {
+				t.Fatal("no pass was replayed")
+			}
+		})
+	}
+	if replayedAsked == 0 {
+		t.Fatal("no pass with an artifact absent or checked out was replayed")
+	}
+}
+
+// gitOut runs git in dir and returns its output.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return string(out)
+}
+
+// gitAbsentTwin makes both roots git repositories whose artifacts were
+// committed on a branch "feat" only, .memory gitignored, main checked
+// out: every artifact is absent. It returns feat's commit.
+func gitAbsentTwin(t *testing.T, tw *twin) string {
+	t.Helper()
+	tw.do(func(root string) {
+		putFile(t, root, ".gitignore", ".memory/\n")
+		gitRun(t, root, "init", "-q", "-b", "main")
+		gitRun(t, root, "add", ".gitignore")
+		gitRun(t, root, "commit", "-q", "-m", "base")
+		gitRun(t, root, "checkout", "-q", "-b", "feat")
+		gitRun(t, root, "add", "-A")
+		gitRun(t, root, "commit", "-q", "-m", "the artifacts")
+		gitRun(t, root, "checkout", "-q", "main")
+	})
+	return strings.TrimSpace(gitOut(t, tw.a, "rev-parse", "feat"))
+}
+
+// A pass whose artifacts are absent is replayed; a change to what git's
+// answers read — a reference deleted, packed, ORIG_HEAD moved — runs a
+// full pass, identical to one that never replays.
+func TestReplayGitReferences(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	n := nArtifacts
+	cases := []struct {
+		name  string
+		setup func(tw *twin) // after gitAbsentTwin, before settling
+		op    func(tw *twin)
+		want  func(r Report) bool
+	}{
+		{"the only branch that has them deleted", nil, func(tw *twin) {
+			tw.gitBoth("update-ref", "-d", "refs/heads/feat")
+		}, func(r Report) bool { return r.Deletions == n }},
+		{"the references packed", nil, func(tw *twin) {
+			tw.gitBoth("pack-refs", "--all")
+		}, func(r Report) bool { return r.Absent == n }},
+		{"a packed branch deleted", func(tw *twin) {
+			tw.gitBoth("pack-refs", "--all")
+		}, func(tw *twin) {
+			tw.gitBoth("update-ref", "-d", "refs/heads/feat")
+		}, func(r Report) bool { return r.Deletions == n }},
+		{"ORIG_HEAD moved off the dropped commit", func(tw *twin) {
+			// feat's commit dropped by a reset: only ORIG_HEAD has it.
+			tw.gitBoth("checkout", "-q", "feat")
+			tw.gitBoth("reset", "-q", "--hard", "HEAD~1")
+		}, func(tw *twin) {
+			tw.gitBoth("update-ref", "ORIG_HEAD", "HEAD")
+		}, func(r Report) bool { return r.Deletions == n }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tw := newTwin(t, "")
+			gitAbsentTwin(t, tw)
+			if c.setup != nil {
+				c.setup(tw)
+			}
+			settle(t, tw)
+			if r := tw.reconcile("settled"); !r.Replayed || r.Absent != n {
+				t.Fatalf("settled: replayed %v, absent %d of %d", r.Replayed, r.Absent, n)
+			}
+			c.op(tw)
+			before := tw.replays
+			r := tw.reconcile(c.name)
+			if tw.replays != before {
+				t.Fatalf("%s: the pass was replayed", c.name)
+			}
+			if !c.want(r) {
+				t.Fatalf("%s: %+v", c.name, r.Result)
+			}
+		})
+	}
+}
+
+// A git hook's pass is not skipped when the record it would take asked
+// git: only git's own files changed (a fetch --prune in a pull dropped the
+// only branch that had the absent artifacts), yet git's answers did.
+func TestReplayAfterGitWhenGitWasAsked(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	tw := newTwin(t, "")
+	gitAbsentTwin(t, tw)
+	settle(t, tw)
+	tw.gitBoth("update-ref", "-d", "refs/heads/feat")
+	e := New(tw.a, tw.cfg, nil)
+	e.replayQuiet = tw.quiet
+	r, err := e.Reconcile(context.Background(), Pass{Now: testNow.Add(time.Hour), AfterGit: true})
+	if err != nil || r.Replayed || r.Deletions != nArtifacts {
+		t.Fatalf("the hook's pass after the branch went: replayed %v, %d deletions of %d, %v", r.Replayed, r.Deletions, nArtifacts, err)
 	}
 }

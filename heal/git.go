@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -472,3 +474,87 @@ func (g *gitView) branchTips() []*object.Tree {
 }
 
 var errStop = errors.New("stop")
+
+// GitInputs are the files of the repository that a pass's answers from
+// git (absent, checked out, back by a checkout) depended on, besides the
+// work tree's files and HEAD's commit: HEAD and ORIG_HEAD, the index, every
+// reference (the refs directories, listed, and each loose reference file),
+// packed-refs, shallow, the configuration and the sparse-checkout
+// definition. Git replaces each of them by a rename, so a changed one has
+// a new inode. The objects they name never change. A caller that stats
+// them (the engine's pass replay) knows from those stats alone whether
+// the answers could differ.
+type GitInputs struct {
+	// Head is HEAD's commit ("" before the first one).
+	Head string
+	// Files are absolute paths, present or not; Dirs the directories
+	// whose names were read.
+	Files, Dirs []string
+	// Complete is false when they could not all be named: a repository
+	// that cannot be read, or more references than gitRefLimit.
+	Complete bool
+}
+
+// gitRefLimit bounds the files and directories under refs/ a pass names as
+// its inputs (GitInputs): a repository with more is never replayed after a
+// pass that asked git.
+const gitRefLimit = 2048
+
+// inputs returns what this view's answers depended on (GitInputs).
+func (g *gitView) inputs() GitInputs {
+	in := GitInputs{Head: g.headHash(), Complete: true}
+	if g.sparse && g.indexErr != nil {
+		in.Complete = false // every missing artifact was called absent
+		return in
+	}
+	seen := map[string]bool{}
+	file := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			in.Files = append(in.Files, p)
+		}
+	}
+	own, common := g.repo.GitDir, g.repo.CommonDir
+	for _, f := range []string{"HEAD", "ORIG_HEAD", "index", "config.worktree", filepath.Join("info", "sparse-checkout")} {
+		file(filepath.Join(own, f))
+	}
+	for _, f := range []string{"packed-refs", "shallow", "config"} {
+		file(filepath.Join(common, f))
+	}
+	var walk func(dir string) bool
+	walk = func(dir string) bool {
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			file(dir) // its appearance is a change
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		in.Dirs = append(in.Dirs, dir)
+		for _, e := range ents {
+			if len(in.Files)+len(in.Dirs) > gitRefLimit {
+				return false
+			}
+			p := filepath.Join(dir, e.Name())
+			if e.IsDir() {
+				if !walk(p) {
+					return false
+				}
+				continue
+			}
+			file(p)
+		}
+		return true
+	}
+	for _, d := range []string{filepath.Join(common, "refs"), filepath.Join(own, "refs")} {
+		if seen[d] || slices.Contains(in.Dirs, d) {
+			continue
+		}
+		if !walk(d) {
+			in.Complete = false
+			return in
+		}
+	}
+	return in
+}

@@ -229,6 +229,8 @@ type Result struct {
 	Inputs      []string         `json:"-"`
 	StaleInputs staleness.Inputs `json:"-"`
 	GitAsked    bool             `json:"-"`
+	// Git is what git's answers depended on, when GitAsked.
+	Git GitInputs `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -279,6 +281,8 @@ type State struct {
 	// missing artifacts were then called absent, not deleted).
 	GitAsked      bool
 	GitUnreadable string
+	// Git is what the answers of askGit depended on (GitInputs).
+	Git GitInputs
 	// Confirm is Options.Confirm.
 	Confirm map[string]bool
 	// NoKeptEvents leaves the kept events out of Plan's result
@@ -888,6 +892,14 @@ func (st *State) askGit() {
 	}
 	if g != nil && g.sparse && g.indexErr != nil && st.GitUnreadable == "" {
 		st.GitUnreadable = fmt.Sprintf("the index of the sparse checkout at %s cannot be read (%v)", g.top, g.indexErr)
+	}
+	switch {
+	case unreadable != nil:
+		st.Git = GitInputs{} // not complete: nothing can be named
+	case g == nil:
+		st.Git = GitInputs{Complete: true} // outside git: no repository to depend on
+	default:
+		st.Git = g.inputs()
 	}
 }
 
@@ -1561,7 +1573,7 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	if !opts.Lean {
 		res.Inputs = st.inputs(p)
 	}
-	res.GitAsked = st.GitAsked
+	res.GitAsked, res.Git = st.GitAsked, st.Git
 	pr := &pass{root: root, p: p, opts: opts, cache: cache, st: st, usageBefore: usageBefore,
 		gitDir: gitDir, stamp: stamp, passStart: passStart, prev: prev}
 	// The log and the manifest are staged (written under temporary names
