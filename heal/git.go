@@ -523,12 +523,24 @@ func (g *gitView) inputs() GitInputs {
 	}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		ents, err := os.ReadDir(dir)
+		f, err := os.Open(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			file(dir) // its appearance is a change
 			return true
 		}
 		if err != nil {
+			return false
+		}
+		// Read no more names than the bound allows (a directory of a
+		// million entries is not read whole to find out).
+		room := gitRefLimit + 1 - len(in.Files) - len(in.Dirs)
+		if room <= 0 {
+			f.Close()
+			return false
+		}
+		ents, err := f.ReadDir(room)
+		f.Close()
+		if err != nil && !errors.Is(err, io.EOF) {
 			return false
 		}
 		in.Dirs = append(in.Dirs, dir)

@@ -1,9 +1,11 @@
 package heal
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +264,48 @@ func TestFindIsFindEntry(t *testing.T) {
 		for h := range treeLimit {
 			g.trees[plumbing.Hash{byte(h), byte(h >> 8), 1}] = nil // fill it: the next find starts it again
 		}
+	}
+}
+
+// A view names what its answers read: HEAD, ORIG_HEAD, the index, each
+// reference and the refs directories; a repository with more references
+// than the bound is not named whole, and its refs directory is read no
+// further than the bound.
+func TestGitInputs(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644)
+	gitIn(t, dir, "add", "a.txt")
+	gitIn(t, dir, "commit", "-q", "-m", "one")
+	gitIn(t, dir, "branch", "feature/x")
+	g, _ := openGit(dir)
+	if g == nil {
+		t.Fatal("no view")
+	}
+	in := g.inputs()
+	gd := filepath.Join(dir, ".git")
+	if !in.Complete || in.Head == "" {
+		t.Fatalf("incomplete: %+v", in)
+	}
+	for _, f := range []string{"HEAD", "ORIG_HEAD", "index", "packed-refs", "refs/heads/main", "refs/heads/feature/x"} {
+		if !slices.Contains(in.Files, filepath.Join(gd, filepath.FromSlash(f))) {
+			t.Errorf("%s not among the inputs %v", f, in.Files)
+		}
+	}
+	for _, d := range []string{"refs", "refs/heads", "refs/heads/feature"} {
+		if !slices.Contains(in.Dirs, filepath.Join(gd, filepath.FromSlash(d))) {
+			t.Errorf("directory %s not listed: %v", d, in.Dirs)
+		}
+	}
+	// More loose references than the bound: not complete.
+	head, _ := os.ReadFile(filepath.Join(gd, "refs", "heads", "main"))
+	many := filepath.Join(gd, "refs", "heads", "many")
+	os.MkdirAll(many, 0o755)
+	for i := range gitRefLimit {
+		os.WriteFile(filepath.Join(many, fmt.Sprintf("b%05d", i)), head, 0o644)
+	}
+	g, _ = openGit(dir)
+	if in := g.inputs(); in.Complete || len(in.Files)+len(in.Dirs) > gitRefLimit+1 {
+		t.Fatalf("past the bound: complete %v with %d names", in.Complete, len(in.Files)+len(in.Dirs))
 	}
 }
