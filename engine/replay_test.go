@@ -713,3 +713,35 @@ func TestReplayAfterGitWhenGitWasAsked(t *testing.T) {
 		t.Fatalf("the hook's pass after the branch went: replayed %v, %d deletions of %d, %v", r.Replayed, r.Deletions, nArtifacts, err)
 	}
 }
+
+// A repository whose .git is a file (a separate git directory, as a linked
+// worktree or a submodule has): the file is among a replayed pass's
+// inputs, so pointing it elsewhere runs a full pass.
+func TestReplayGitFile(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	tw := newTwin(t, "")
+	gitAbsentTwin(t, tw)
+	tw.do(func(root string) {
+		// The git directory moved out of the work tree, .git a file
+		// naming it (git init --separate-git-dir does the same).
+		gd := root + "-git"
+		if err := os.Rename(filepath.Join(root, ".git"), gd); err != nil {
+			t.Fatal(err)
+		}
+		putFile(t, root, ".git", "gitdir: "+gd+"\n")
+	})
+	tw.norm = strings.NewReplacer(tw.a+"-git", "GITDIR", tw.b+"-git", "GITDIR").Replace
+	settle(t, tw)
+	tw.do(func(root string) {
+		// The same words, written anew: another file where .git was.
+		p := filepath.Join(root, ".git")
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p+".new", b, 0o644)
+		os.Rename(p+".new", p)
+	})
+	before := tw.replays
+	if r := tw.reconcile(".git rewritten"); tw.replays != before || r.Absent != nArtifacts {
+		t.Fatalf(".git rewritten: replayed %v, absent %d", tw.replays != before, r.Absent)
+	}
+}

@@ -479,8 +479,8 @@ var errStop = errors.New("stop")
 // git (absent, checked out, back by a checkout) depended on, besides the
 // work tree's files and HEAD's commit: HEAD and ORIG_HEAD, the index, every
 // reference (the refs directories, listed, and each loose reference file),
-// packed-refs, shallow, the configuration and the sparse-checkout
-// definition. Git replaces each of them by a rename, so a changed one has
+// packed-refs, shallow, the configuration, the sparse-checkout definition
+// and, in a linked worktree, the .git file that names its git directory. Git replaces each of them by a rename, so a changed one has
 // a new inode. The objects they name never change. A caller that stats
 // them (the engine's pass replay) knows from those stats alone whether
 // the answers could differ.
@@ -520,6 +520,11 @@ func (g *gitView) inputs() GitInputs {
 	}
 	for _, f := range []string{"packed-refs", "shallow", "config"} {
 		file(filepath.Join(common, f))
+	}
+	// A linked worktree's (or a submodule's) .git is a file naming its
+	// git directory: pointed elsewhere, every answer may change.
+	if dotGit := filepath.Join(g.top, ".git"); dotGit != own {
+		file(dotGit)
 	}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {

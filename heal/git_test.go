@@ -309,3 +309,32 @@ func TestGitInputs(t *testing.T) {
 		t.Fatalf("past the bound: complete %v with %d names", in.Complete, len(in.Files)+len(in.Dirs))
 	}
 }
+
+// In a linked worktree the view names the worktree's own HEAD, index and
+// ORIG_HEAD, the shared references, and the .git file that points at its
+// git directory.
+func TestGitInputsLinkedWorktree(t *testing.T) {
+	dir := t.TempDir()
+	main := filepath.Join(dir, "main")
+	os.MkdirAll(main, 0o755)
+	gitIn(t, main, "init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(main, "a.txt"), []byte("a\n"), 0o644)
+	gitIn(t, main, "add", "a.txt")
+	gitIn(t, main, "commit", "-q", "-m", "one")
+	wt := filepath.Join(dir, "wt")
+	gitIn(t, main, "worktree", "add", "-q", "-b", "side", wt)
+	g, _ := openGit(wt)
+	if g == nil {
+		t.Fatal("no view")
+	}
+	in := g.inputs()
+	own := filepath.Join(main, ".git", "worktrees", "wt")
+	for _, f := range []string{filepath.Join(wt, ".git"), filepath.Join(own, "HEAD"), filepath.Join(own, "index"), filepath.Join(own, "ORIG_HEAD"), filepath.Join(main, ".git", "refs", "heads", "side")} {
+		if !slices.Contains(in.Files, f) {
+			t.Errorf("%s not among the inputs %v", f, in.Files)
+		}
+	}
+	if !in.Complete {
+		t.Fatal("not complete")
+	}
+}
