@@ -528,11 +528,15 @@ func (g *gitView) inputs() GitInputs {
 	}
 	var walk func(dir string) bool
 	walk = func(dir string) bool {
-		f, err := os.Open(dir)
+		fi, err := os.Stat(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			file(dir) // its appearance is a change
 			return true
 		}
+		if err != nil || !fi.IsDir() {
+			return false // never opened: a FIFO would block the open
+		}
+		f, err := os.Open(dir)
 		if err != nil {
 			return false
 		}
