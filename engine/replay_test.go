@@ -535,17 +535,7 @@ func TestReplayGitProperty(t *testing.T) {
 			tw := newTwin(t, "")
 			tw.quiet = 20 * time.Millisecond
 			arts := tw.artifacts()
-			tw.do(func(root string) {
-				putFile(t, root, ".gitignore", ".memory/\n")
-				gitRun(t, root, "init", "-q", "-b", "main")
-				gitRun(t, root, "add", ".gitignore")
-				gitRun(t, root, "commit", "-q", "-m", "base")
-				gitRun(t, root, "checkout", "-q", "-b", "feat")
-				gitRun(t, root, "add", "-A")
-				gitRun(t, root, "commit", "-q", "-m", "the artifacts")
-				gitRun(t, root, "checkout", "-q", "main")
-			})
-			feat := strings.TrimSpace(gitOut(t, tw.a, "rev-parse", "feat"))
+			feat := gitAbsentTwin(t, tw)
 			saved := map[string][]byte{}
 			branch := "main"
 			for i := range 30 {
