@@ -533,10 +533,10 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (
 			rec.Stats[i].Names = manifest.ListDirSum(rec.Paths[i])
 		}
 	}
-	if res.StaleInputs.Git || res.GitAsked && res.Git.Complete {
-		head := res.StaleInputs.Head
-		if !res.StaleInputs.Git {
-			head = res.Git.Head
+	if res.StaleInputs.Git || res.GitAsked { // recordable: its inputs complete
+		head := res.Git.Head
+		if res.StaleInputs.Git {
+			head = res.StaleInputs.Head
 		}
 		if rec.Head = head; rec.Head == "" {
 			rec.Head = "none"

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -480,10 +479,11 @@ var errStop = errors.New("stop")
 // work tree's files and HEAD's commit: HEAD and ORIG_HEAD, the index, every
 // reference (the refs directories, listed, and each loose reference file),
 // packed-refs, shallow, the configuration, the sparse-checkout definition
-// and, in a linked worktree, the .git file that names its git directory. Git replaces each of them by a rename, so a changed one has
-// a new inode. The objects they name never change. A caller that stats
-// them (the engine's pass replay) knows from those stats alone whether
-// the answers could differ.
+// and, in a linked worktree, the .git file that names its git directory.
+// Git replaces each of them by a rename, so a changed one has a new inode.
+// The objects they name never change. A caller that stats them (the
+// engine's pass replay) knows from those stats alone whether the answers
+// could differ.
 type GitInputs struct {
 	// Head is HEAD's commit ("" before the first one).
 	Head string
@@ -568,10 +568,11 @@ func (g *gitView) inputs() GitInputs {
 		}
 		return true
 	}
-	for _, d := range []string{filepath.Join(common, "refs"), filepath.Join(own, "refs")} {
-		if seen[d] || slices.Contains(in.Dirs, d) {
-			continue
-		}
+	refs := []string{filepath.Join(common, "refs")}
+	if own != common {
+		refs = append(refs, filepath.Join(own, "refs")) // a linked worktree's own
+	}
+	for _, d := range refs {
 		if !walk(d) {
 			in.Complete = false
 			return in
