@@ -721,3 +721,9 @@ func (c *Checker) noteIgnore(name string, data []byte, ok bool) {
 	}
 	c.cache.ignore[name] = d
 }
+
+// letExtractsGo drops the extractions read and computed, once saved: the
+// Checker is not saved again (MarkCached).
+func (s *cacheState) letExtractsGo() {
+	s.extOld, s.extUsed, s.enabled = oldExtracts{}, nil, false
+}

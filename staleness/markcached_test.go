@@ -24,11 +24,14 @@ import (
 // followed by Mark does, with the cache cold and warm.
 func TestMarkCachedMatchesScanThenMark(t *testing.T) {
 	r, _ := scanRepo(t)
-	r.write("notes/design.md", "# Design\n\nThe parser lives in src/parser/gone.go and src/auth/login.go:2.\n")
+	// The source has a stale reference of its own (old.go was removed), and
+	// a name an observation's id can have: a line of the same id comes
+	// before it.
+	r.write("obs_design.md", "# Design\n\nThe parser lives in src/auth/old.go:1 and src/auth/login.go:2.\n")
 	r.commit("notes")
 	cfg := config.Default().Staleness
-	cfg.Sources = []string{"notes/design.md"}
-	ids := []string{"obs_a", "obs_b", "obs_c", "obs_d", "ADR-001", "PF-001", "notes/design.md", ""}
+	cfg.Sources = []string{"obs_design.md"}
+	ids := []string{"obs_a", "obs_b", "obs_c", "obs_d", "ADR-001", "PF-001", "obs_design.md", ""}
 	texts := []string{
 		"see src/auth/login.go:3",
 		"use src/util.go",

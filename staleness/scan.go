@@ -94,7 +94,9 @@ type Marking struct {
 // MarkCached is ScanCached followed by Mark, for a pass that needs the
 // marks and the count, not the findings: it never holds them (at 100,000
 // observations they were 11 MB of a first pass's peak), only the first
-// stale reference of each id, which is all Mark reads of them.
+// stale reference of each entry, which is all Mark reads of them. c is
+// spent: its extractions go once the cache is saved, before the marks
+// are made (9 MB of a first pass's peak at 100,000 observations).
 func MarkCached(ctx context.Context, root string, c *Checker, cfg config.Staleness, log *manifest.Log) (m Marking, cacheErr, err error) {
 	var firsts firstRefs
 	rep, err := scan(root, c.WithContext(ctx), log, OptionsFor(cfg), &firsts)
@@ -102,38 +104,126 @@ func MarkCached(ctx context.Context, root string, c *Checker, cfg config.Stalene
 		return Marking{}, nil, err
 	}
 	cacheErr = c.SaveCache()
-	return Marking{Stale: firsts.n, Marked: markFirst(log, firsts.byID), Inputs: rep.Inputs}, cacheErr, nil
+	c.cache.letExtractsGo()
+	return Marking{Stale: firsts.n, Marked: markFirst(log, &firsts), Inputs: rep.Inputs}, cacheErr, nil
 }
 
 // firstRefs is what a scan for Mark keeps of its findings: their number
-// and the first one's reference per id.
+// and the first one's reference per id. An id's first reference is that
+// of its first entry with a finding, in the scan's order: the knowledge
+// base's sections (pre), the log's lines, the sources (post). The
+// lines' are kept per line, in log order, not in a map by id: at 100,000
+// observations with a finding each such a map was 7 MB of a pass's peak;
+// the few ids more than one line has are sorted out when marking
+// (markFirst).
 type firstRefs struct {
-	n    int
-	byID map[string]string
+	n         int
+	pre, post map[string]string
+	lines     []lineFirst
 }
 
-// add counts findings, an entry's, and keeps the first one's reference
-// for id.
-func (f *firstRefs) add(id string, findings []Finding) {
+// lineFirst is the first stale reference of one line of the log.
+type lineFirst struct {
+	ln  *manifest.Line
+	ref string
+}
+
+// add counts findings, an entry's, and keeps the first one's reference:
+// for its line (ln, from the log) or its id (file set: a source's; else a
+// knowledge base's section).
+func (f *firstRefs) add(ln *manifest.Line, id, file string, findings []Finding) {
 	f.n += len(findings)
-	if len(findings) > 0 {
-		f.keep(id, findings[0].Ref)
+	switch {
+	case len(findings) == 0:
+	case ln != nil:
+		if ln.ID() != "" {
+			f.lines = append(f.lines, lineFirst{ln, findings[0].Ref})
+		}
+	case file != "":
+		f.post = keepFirst(f.post, id, findings[0].Ref)
+	default:
+		f.pre = keepFirst(f.pre, id, findings[0].Ref)
 	}
 }
 
-// keep makes ref the first stale reference of id, unless id has one
-// already (or is empty).
-func (f *firstRefs) keep(id, ref string) {
+// keepFirst makes ref the first stale reference of id in m, unless id has
+// one already (or is empty), and returns m (made when nil).
+func keepFirst(m map[string]string, id, ref string) map[string]string {
 	if id == "" {
-		return
+		return m
 	}
-	if f.byID == nil {
-		f.byID = map[string]string{}
+	if m == nil {
+		m = map[string]string{}
 	}
-	if _, ok := f.byID[id]; !ok {
-		f.byID[id] = ref
+	if _, ok := m[id]; !ok {
+		m[id] = ref
 	}
+	return m
 }
+
+// firstLookup gives the first stale reference of the id of each line of
+// a log (firstRefs.lookup), asked for every line in log order.
+type firstLookup struct {
+	f *firstRefs
+	// many are the ids more than one line of the log has, shared their
+	// first line's reference (if any has one).
+	many   map[string]bool
+	shared map[string]string
+	next   int // f.lines[next] is the next line of the log with one
+}
+
+// lookup returns the firstLookup of log: an id only one line of the log
+// has (FindLine finds that very line) is answered by the line's own; the
+// ids of more lines are collected first, and are few. With no line's
+// reference kept (Mark's) the log's ids are not looked at.
+func (f *firstRefs) lookup(log *manifest.Log) *firstLookup {
+	l := &firstLookup{f: f}
+	for _, ln := range log.Lines {
+		if len(f.lines) == 0 {
+			break
+		}
+		if ln.Parsed() && ln.ID() != "" && log.FindLine(ln.ID()) != ln {
+			if l.many == nil {
+				l.many = map[string]bool{}
+			}
+			l.many[ln.ID()] = true
+		}
+	}
+	for _, lf := range f.lines {
+		if l.many[lf.ln.ID()] {
+			l.shared = keepFirst(l.shared, lf.ln.ID(), lf.ref)
+		}
+	}
+	return l
+}
+
+// of returns the first stale reference of ln's id: the pre map's, else
+// that of the first line of the same id with one, else the post map's.
+// It is called for every line of the log in order (after rewind, again
+// from the first).
+func (l *firstLookup) of(ln *manifest.Line) (string, bool) {
+	f := l.f
+	own, has := "", false
+	if l.next < len(f.lines) && f.lines[l.next].ln == ln {
+		own, has = f.lines[l.next].ref, true
+		l.next++
+	}
+	id := ln.ID()
+	if ref, ok := f.pre[id]; ok {
+		return ref, true
+	}
+	if l.many[id] {
+		own, has = l.shared[id]
+	}
+	if has {
+		return own, true
+	}
+	ref, ok := f.post[id]
+	return ref, ok
+}
+
+// rewind starts the lines over.
+func (l *firstLookup) rewind() { l.next = 0 }
 
 // Scan checks the references of every active section of
 // .memory/knowledge/decisions.md and pitfalls.md (IDs ADR-NNN, PF-NNN) and
@@ -153,6 +243,7 @@ func scan(root string, c *Checker, log *manifest.Log, opts Options, firsts *firs
 	type entry struct {
 		id, file, heading string
 		refs              []Ref
+		ln                *manifest.Line // a log line's entry
 	}
 	type lineEntry struct {
 		ln   *manifest.Line
@@ -308,7 +399,7 @@ func scan(root string, c *Checker, log *manifest.Log, opts Options, firsts *firs
 			}
 		}
 		for _, e := range lines {
-			if !yield(entry{id: e.ln.ID(), refs: e.refs}) {
+			if !yield(entry{id: e.ln.ID(), refs: e.refs, ln: e.ln}) {
 				return
 			}
 		}
@@ -355,7 +446,7 @@ func scan(root string, c *Checker, log *manifest.Log, opts Options, firsts *firs
 		rep.Checked += len(e.refs)
 		if firsts != nil {
 			found = c.appendChecked(found[:0], e.refs, outs[at:at+len(e.refs)])
-			firsts.add(e.id, found)
+			firsts.add(e.ln, e.id, e.file, found)
 		} else {
 			from := len(rep.Stale)
 			rep.Stale = c.appendChecked(rep.Stale, e.refs, outs[at:at+len(e.refs)]) // resolveSeq decided them
@@ -588,44 +679,55 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 	if log == nil {
 		return nil
 	}
-	firsts := firstRefs{byID: make(map[string]string, len(findings))}
+	firsts := firstRefs{pre: make(map[string]string, len(findings))}
 	for _, f := range findings {
-		firsts.keep(f.ID, f.Ref)
+		firsts.pre = keepFirst(firsts.pre, f.ID, f.Ref)
 	}
-	return markFirst(log, firsts.byID)
+	return markFirst(log, &firsts)
 }
 
 // markFirst is Mark given the first finding's reference of each id.
-func markFirst(log *manifest.Log, first map[string]string) []Marked {
+func markFirst(log *manifest.Log, firsts *firstRefs) []Marked {
 	if log == nil {
 		return nil
 	}
-	// The lines with a resolution are decoded first, together (on every
-	// core when there are many).
-	var due, decode []*manifest.Line
-	for _, ln := range log.Lines {
+	first := firsts.lookup(log)
+	// due tells whether a line is one to mark or clear, and its reference
+	// (found: it has one). The log is walked twice, not its due lines
+	// held: a first pass marks every line.
+	due := func(ln *manifest.Line) (ref string, found, ok bool) {
+		ref, found = first.of(ln)
 		if !ln.Parsed() || ln.Invalid() != nil || ln.Status() == manifest.Deprecated {
-			continue
+			return "", false, false
 		}
-		ref, found := first[ln.ID()]
 		if !found && !ln.MayBeStale() {
-			continue // nothing to mark, nothing to clear
+			return "", false, false // nothing to mark, nothing to clear
 		}
 		if found && ln.MayBeStale() && ln.NeedsReview() && ln.StaleReason() == ReasonPrefix+ref {
-			continue // marked already (resolved or not: nothing to change)
+			return "", false, false // marked already (resolved or not: nothing to change)
 		}
-		due = append(due, ln)
-		if found && ln.HasResolution() {
-			decode = append(decode, ln)
+		return ref, found, true
+	}
+	// The lines with a resolution are decoded first, together (on every
+	// core when there are many).
+	var decode []*manifest.Line
+	n := 0
+	for _, ln := range log.Lines {
+		if _, found, ok := due(ln); ok {
+			n++
+			if found && ln.HasResolution() {
+				decode = append(decode, ln)
+			}
 		}
 	}
 	manifest.DecodeLines(decode)
-	out := make([]Marked, 0, len(due))
-	for _, ln := range due {
-		if !ln.Parsed() {
-			continue // its decode failed
+	first.rewind()
+	out := make([]Marked, 0, n)
+	for _, ln := range log.Lines {
+		ref, found, ok := due(ln) // a line whose decode failed is not Parsed
+		if !ok {
+			continue
 		}
-		ref, found := first[ln.ID()]
 		before := ln.Marks()
 		if found {
 			reason := ReasonPrefix + ref
