@@ -681,32 +681,32 @@ const parseShare = 256 << 10
 // the others or on the order.
 func parseLines(lines []*Line, workers int) {
 	parallel.Ranges(len(lines), workers, func(lo, hi int) {
-		var scratch []member
+		var sc scanScratch
 		for _, ln := range lines[lo:hi] {
-			scratch = parseLine(ln, ln.Raw(), scratch)
+			parseLine(ln, ln.Raw(), &sc)
 		}
 	})
 }
 
-// parseLine scans raw, the line's bytes (Raw), into ln.
-func parseLine(ln *Line, raw []byte, scratch []member) []member {
+// parseLine scans raw, the line's bytes (Raw), into ln. sc may be nil.
+func parseLine(ln *Line, raw []byte, sc *scanScratch) {
 	body := bytes.TrimSpace(raw)
 	if len(body) == 0 {
-		return scratch
+		return
 	}
 	if len(body) > MaxLineBytes {
 		ln.setErr(fmt.Errorf("line longer than %d bytes", MaxLineBytes))
-		return scratch
+		return
 	}
 	if body[0] != '{' {
 		ln.setErr(errors.New("not a JSON object"))
-		return scratch
+		return
 	}
-	f, scratch, ok := scanFields(body, scratch)
+	f, ok := scanFields(body, sc)
 	if ok {
 		ln.parsed, ln.idx = true, f
 		ln.setInvalid(validate(nil, f.id, f.kindString(0), f.blankPattern))
-		return scratch
+		return
 	}
 	// What the scan cannot vouch for goes through the full decoder, which
 	// says exactly why a line does not parse. The observation keeps its
@@ -718,12 +718,11 @@ func parseLine(ln *Line, raw []byte, scratch []member) []member {
 	var o Observation
 	if err := o.decode(body); err != nil {
 		ln.setErr(err)
-		return scratch
+		return
 	}
 	ln.parsed, ln.obs = true, &o
 	ln.orig = o.Clone()
 	ln.setInvalid(o.Validate())
-	return scratch
 }
 
 // ReadLog reads the log at path. A missing file is an empty log with Exists

@@ -470,10 +470,14 @@ func (s span) of(b []byte) []byte {
 // (not valid JSON (or nested deeper than maxScanDepth), a key that is escaped, non-ASCII, repeated or a case
 // variant of a known one, a known field whose value encoding/json might
 // refuse); when ok is true a full decode succeeds and agrees with f.
-func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok bool) {
-	ms, ok = validMembers(scratch[:0], body)
+func scanFields(body []byte, sc *scanScratch) (f indexFields, ok bool) {
+	if sc == nil {
+		sc = &scanScratch{}
+	}
+	ms, ok := validMembers(sc.members[:0], body)
+	sc.members = ms
 	if !ok {
-		return f, ms, false
+		return f, false
 	}
 	var have uint32
 	f.blankPattern = true
@@ -481,11 +485,11 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 		k := knownIndex(m.key)
 		if k < 0 {
 			if foldsToKnown(m.key) {
-				return f, ms, false
+				return f, false
 			}
 			for _, p := range ms[:i] {
 				if bytes.Equal(p.key, m.key) {
-					return f, ms, false
+					return f, false
 				}
 			}
 			if string(m.key) == ResolutionKey {
@@ -494,7 +498,7 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			continue
 		}
 		if have&(1<<k) != 0 {
-			return f, ms, false
+			return f, false
 		}
 		have |= 1 << k
 		v := m.val
@@ -503,18 +507,18 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 		case kConfidence:
 			if !null {
 				if _, err := strconv.ParseFloat(string(v), 64); err != nil {
-					return f, ms, false
+					return f, false
 				}
 			}
 		case kObservations:
 			if !null {
 				if _, err := strconv.ParseInt(string(v), 10, strconv.IntSize); err != nil {
-					return f, ms, false
+					return f, false
 				}
 			}
 		case kQualityOK, kNeedsReview, kMayBeStale, kSoftCapExceeded:
 			if v[0] != 't' && v[0] != 'f' && !null {
-				return f, ms, false
+				return f, false
 			}
 			switch k {
 			case kMayBeStale:
@@ -524,14 +528,14 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			}
 		case kEvidence:
 			if !null && !stringArray(v) {
-				return f, ms, false
+				return f, false
 			}
 			f.evidence = span{int32(m.at), int32(len(v))}
 		case kDetails:
 			// A string or null (encoding/json refuses anything else into
 			// a string field: the full decoder decides).
 			if !null && v[0] != '"' {
-				return f, ms, false
+				return f, false
 			}
 			f.details = span{int32(m.at), int32(len(v))}
 		default: // string fields
@@ -539,7 +543,7 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 				continue
 			}
 			if v[0] != '"' {
-				return f, ms, false
+				return f, false
 			}
 			switch k {
 			case kID:
@@ -553,7 +557,7 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			case kArtifactPath:
 				f.artifact = jsonString(v)
 			case kStaleReason:
-				f.staleReason = jsonString(v)
+				f.staleReason = sc.reason(v)
 			case kPattern:
 				if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 					f.blankPattern = len(bytes.TrimSpace(inner)) == 0
@@ -563,7 +567,7 @@ func scanFields(body []byte, scratch []member) (f indexFields, ms []member, ok b
 			}
 		}
 	}
-	return f, ms, true
+	return f, true
 }
 
 // stringArray reports whether v (valid JSON) is an array of strings only.
@@ -596,6 +600,40 @@ func stringArray(v []byte) bool {
 		i = jsonscan.SkipSpace(v, i+1)
 	}
 	return false
+}
+
+// scanScratch is what one goroutine scanning many lines reuses: a line's
+// members, and the stale reasons it read. Lines share few reasons: a
+// pass marks each stale observation with its first missing path, and a
+// memory's observations name the same files (at 100,000 marked lines a
+// string per line was 5 MB of a pass's heap).
+type scanScratch struct {
+	members []member
+	reasons map[string]string
+}
+
+// maxReasons bounds a scanScratch's reasons: a log whose lines all have
+// their own reads them as it did without.
+const maxReasons = 4096
+
+// reason decodes v, a stale reason's JSON string (valid), as jsonString
+// does, sharing the string of an earlier line with the same one.
+func (sc *scanScratch) reason(v []byte) string {
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return jsonString(v)
+	}
+	if s, ok := sc.reasons[string(inner)]; ok {
+		return s
+	}
+	s := string(inner)
+	if len(sc.reasons) < maxReasons {
+		if sc.reasons == nil {
+			sc.reasons = map[string]string{}
+		}
+		sc.reasons[s] = s
+	}
+	return s
 }
 
 // jsonString decodes a JSON string literal (valid) the way encoding/json

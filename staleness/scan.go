@@ -686,6 +686,9 @@ func Mark(log *manifest.Log, findings []Finding) []Marked {
 	return markFirst(log, &firsts)
 }
 
+// maxReasons bounds the stale reasons markFirst shares between lines.
+const maxReasons = 4096
+
 // markFirst is Mark given the first finding's reference of each id.
 func markFirst(log *manifest.Log, firsts *firstRefs) []Marked {
 	if log == nil {
@@ -723,6 +726,20 @@ func markFirst(log *manifest.Log, firsts *firstRefs) []Marked {
 	manifest.DecodeLines(decode)
 	first.rewind()
 	out := make([]Marked, 0, n)
+	// A reason is made once per reference, not per line: lines name the
+	// same files (a first pass at 100,000 stale observations made 5 MB of
+	// them), up to a bound.
+	reasons := map[string]string{}
+	reasonOf := func(ref string) string {
+		if r, ok := reasons[ref]; ok {
+			return r
+		}
+		r := ReasonPrefix + ref
+		if len(reasons) < maxReasons {
+			reasons[ref] = r
+		}
+		return r
+	}
 	for _, ln := range log.Lines {
 		ref, found, ok := due(ln) // a line whose decode failed is not Parsed
 		if !ok {
@@ -730,7 +747,7 @@ func markFirst(log *manifest.Log, firsts *firstRefs) []Marked {
 		}
 		before := ln.Marks()
 		if found {
-			reason := ReasonPrefix + ref
+			reason := reasonOf(ref)
 			if ln.HasResolution() && lifecycle.Resolved(ln.Observation(), reason) {
 				continue // a person resolved this very mark
 			}
