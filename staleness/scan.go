@@ -165,9 +165,8 @@ func keepFirst(m map[string]string, id, ref string) map[string]string {
 // a log (firstRefs.lookup), asked for every line in log order.
 type firstLookup struct {
 	f *firstRefs
-	// many are the ids more than one line of the log has, shared their
-	// first line's reference (if any has one).
-	many   map[string]bool
+	// shared are the ids more than one line of the log has, each with the
+	// first of those lines' references (if one has one).
 	shared map[string]string
 	next   int // f.lines[next] is the next line of the log with one
 }
@@ -178,19 +177,20 @@ type firstLookup struct {
 // reference kept (Mark's) the log's ids are not looked at.
 func (f *firstRefs) lookup(log *manifest.Log) *firstLookup {
 	l := &firstLookup{f: f}
+	var many map[string]bool
 	for _, ln := range log.Lines {
 		if len(f.lines) == 0 {
 			break
 		}
 		if ln.Parsed() && ln.ID() != "" && log.FindLine(ln.ID()) != ln {
-			if l.many == nil {
-				l.many = map[string]bool{}
+			if many == nil {
+				many = map[string]bool{}
 			}
-			l.many[ln.ID()] = true
+			many[ln.ID()] = true
 		}
 	}
 	for _, lf := range f.lines {
-		if l.many[lf.ln.ID()] {
+		if many[lf.ln.ID()] {
 			l.shared = keepFirst(l.shared, lf.ln.ID(), lf.ref)
 		}
 	}
@@ -212,8 +212,11 @@ func (l *firstLookup) of(ln *manifest.Line) (string, bool) {
 	if ref, ok := f.pre[id]; ok {
 		return ref, true
 	}
-	if l.many[id] {
-		own, has = l.shared[id]
+	if ref, ok := l.shared[id]; ok {
+		// An id more lines have: its first line's, whichever this is.
+		// (Such an id without one has none in any of its lines, this
+		// one's included.)
+		own, has = ref, true
 	}
 	if has {
 		return own, true
