@@ -15,9 +15,11 @@ package staleness
 // (treeStamps), as git's untracked cache keeps a directory's listing with
 // its stat: a session believes it while every directory keeps its names —
 // taken as read while its stat is unchanged (a directory's mtime moves when
-// an entry is added, removed or renamed in it), read again when it moved —
-// and every path looked up is still there or still missing, which costs a
-// stat per directory instead of reading each.
+// an entry is added, removed or renamed in it), read again when it moved
+// and then kept with its new stat when the names are the same and the stat
+// old enough to vouch for them — and every path looked up is still there
+// or still missing, which costs a stat per directory instead of reading
+// each.
 
 import (
 	"crypto/sha256"
@@ -79,7 +81,7 @@ type entryMarksCache struct {
 	Ignore []ignoreDep
 	Marks  map[string]string
 	// Tree is, for an answer computed outside git, what it was read from
-	// (treeStamps): it holds while every stamp does (pathStamp.holds).
+	// (treeStamps): it holds while every stamp does (pathStamp.check).
 	// Nil in git.
 	Tree []pathStamp
 }
@@ -266,13 +268,31 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 	if k.worktree != (f.Tree != nil) || len(f.Tree) > maxTreeStamps {
 		return nil, false
 	}
-	for _, st := range f.Tree {
-		if !st.holds(abs) {
+	verified := time.Now()
+	settled := false
+	for i, st := range f.Tree {
+		now, listed, ok := st.check(abs)
+		if !ok {
 			return nil, false
+		}
+		if listed {
+			// Its names were read again and are those the answer was
+			// read from: the stat taken before them vouches for them from
+			// now on, unless it is too recent to (git refreshes the
+			// racily clean entries of its index the same way). A tree
+			// that was new when the answer was computed was otherwise
+			// listed whole at every session start.
+			f.Tree[i].Stat = now
+			f.Tree[i].Racy = now.Mtime >= verified.Add(-racyStamp).UnixNano()
+			settled = settled || !f.Tree[i].Racy
 		}
 	}
 	if f.Marks == nil {
 		f.Marks = map[string]string{} // gob leaves an empty map out
+	}
+	if settled {
+		// Not kept: the same directories are listed next time.
+		_ = cachedir.WriteGobUnsynced(root, EntryMarksFile, entryMarksMagic, &f)
 	}
 	return f.Marks, true
 }
@@ -423,28 +443,33 @@ func stampOf(path string) statStamp {
 	return statStamp{st, typ}
 }
 
-// holds reports whether the path is still as s found it, for what its
-// kind needs, in the working tree at root.
-func (s pathStamp) holds(root string) bool {
-	now := stampOf(s.Path)
+// check reports whether the path is still as s found it, for what its
+// kind needs, in the working tree at root (ok), with its stat now, and
+// whether a directory's names were read again (listed: its stat moved, or
+// was racy).
+func (s pathStamp) check(root string) (now statStamp, listed, ok bool) {
+	now = stampOf(s.Path)
 	there := (now.Type != 0) == (s.Stat.Type != 0)
 	if s.Kind == stampLines {
 		// Whether it is there too: a count of -1 is also a file's that
 		// is not regular, or leaves the root.
 		n, err := worktreeLines(root, s.Rel)
-		return there && err == nil && n == s.Lines
+		return now, false, there && err == nil && n == s.Lines
 	}
 	same := now.Type == s.Stat.Type && now.Ino == s.Stat.Ino
 	switch s.Kind {
 	case stampWay:
-		return same
+		return now, false, same
 	case stampPresence:
-		return there
+		return now, false, there
 	case stampList:
 		if !same || now.Type == 0 {
-			return false
+			return now, false, false
 		}
-		return !s.Racy && now == s.Stat || manifest.ListDirSum(s.Path) == s.Names
+		if !s.Racy && now == s.Stat {
+			return now, false, true
+		}
+		return now, true, manifest.ListDirSum(s.Path) == s.Names
 	}
-	return false
+	return now, false, false
 }

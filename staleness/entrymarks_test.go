@@ -423,6 +423,70 @@ func TestEntryMarksOutsideGitUncountedRemoved(t *testing.T) {
 	}
 }
 
+// An answer outside git computed while the tree was new keeps its
+// directories as racy (their stat too recent to vouch for their names):
+// they are listed at the next read, and once their names are found the
+// same with a stat old enough, kept with it — the read after that stats
+// them instead of listing them (git refreshes its index's racily clean
+// entries the same way). A directory changed after that is still seen.
+func TestEntryMarksOutsideGitSettlesRacyDirectories(t *testing.T) {
+	if localIdentity(t.TempDir()) == "" {
+		t.Skip("no inode numbers: nothing is cached here")
+	}
+	cfg := config.Default().Staleness
+	dir, ids, refs := outsideTree(t)
+	src := filepath.Join(dir, "src")
+	stamps := func() map[string]pathStamp {
+		t.Helper()
+		var f entryMarksCache
+		if !cachedir.ReadGob(dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) {
+			t.Fatal("no cache written")
+		}
+		out := map[string]pathStamp{}
+		for _, s := range f.Tree {
+			if s.Kind == stampList {
+				out[s.Path] = s
+			}
+		}
+		return out
+	}
+	// The tree just written, as a copy or an unpacked archive is.
+	now := time.Now()
+	for _, p := range []string{src, filepath.Join(dir, "docs"), dir} {
+		os.Chtimes(p, now, now)
+	}
+	entryMarks(t, dir, cfg, ids, refs)
+	if s, ok := stamps()[src]; !ok || !s.Racy {
+		t.Fatalf("src's stamp %+v: want it listed and racy", s)
+	}
+	plant(t, dir)
+	// Read again within the racy window: listed, still racy.
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("the cache is not read: %v", got)
+	}
+	if s := stamps()[src]; !s.Racy {
+		t.Fatalf("src kept as settled within the racy window: %+v", s)
+	}
+	age(t, dir) // as it is a session later
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("the cache is not read: %v", got)
+	}
+	for p, s := range stamps() {
+		if s.Racy || s.Stat != stampOf(p) {
+			t.Errorf("%s: stamp %+v after a read with its names the same and an old stat: want it settled, with the stat now %+v", p, s, stampOf(p))
+		}
+	}
+	if got := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("the settled cache is not read: %v", got)
+	}
+	writeFile(t, filepath.Join(dir, "src/gone.go"), "package src\n")
+	got := entryMarks(t, dir, cfg, ids, refs)
+	os.Remove(cachedir.Path(dir, EntryMarksFile))
+	if want := entryMarks(t, dir, cfg, ids, refs); got["ADR-002"] == "planted" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("marks %v, want %v (the settled answer believed after src changed)", got, want)
+	}
+}
+
 // The entry marks' cache is read from a file anyone with write access to
 // the clone can plant: whatever its bytes, EntryMarks never panics and
 // never fails for them (a file that does not decode, or holds another
