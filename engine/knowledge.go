@@ -45,8 +45,13 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	default:
 		go func() { logc <- loadLogView(e.root) }()
 	}
+	// The feedback is folded while the knowledge files are parsed: neither
+	// depends on the other.
+	foldc := make(chan fold, 1)
+	go func() { foldc <- e.fold(o.Now) }()
 	entries, err := index.Load(e.root)
 	if err != nil {
+		<-foldc
 		return index.Result{}, nil, err
 	}
 	refs, refsWarn := e.entryRefs(entries)
@@ -64,7 +69,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 		marksc <- marked{m, w}
 	}()
 	// The log is waited for only once the feedback is folded.
-	entries, avoid, warn := e.rank(entries, refs, func() logView { return <-logc }, o.Role, o.Now)
+	entries, avoid, warn := e.rank(entries, refs, <-foldc, func() logView { return <-logc }, o.Role, o.Now)
 	m := <-marksc
 	for i := range entries {
 		entries[i].Stale = m.marks[entries[i].ID]
@@ -77,7 +82,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 // log is the learning log when the caller has it, else nil.
 func (e *Engine) Rank(entries []index.Entry, log *manifest.Log, role string, now time.Time) ([]index.Entry, []string, []string) {
 	refs, refsWarn := e.entryRefs(entries)
-	out, avoid, warn := e.rank(entries, refs, func() logView {
+	out, avoid, warn := e.rank(entries, refs, e.fold(now), func() logView {
 		if log == nil {
 			return readLogView(manifest.PathsFor(e.root).Log)
 		}
@@ -103,29 +108,44 @@ func (e *Engine) entryRefs(entries []index.Entry) (map[string][]staleness.Ref, [
 	return refs, nil
 }
 
-// rank is Rank with the entries' references extracted and the log given
-// by a function called once the feedback is folded (the caller may still
-// be reading it). When the log's facts stand in for it and an inverted
-// observation must be named, the log is read after all.
-func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, getView func() logView, role string, now time.Time) ([]index.Entry, []string, []string) {
-	var warn []string
+// fold is the feedback journal folded for ranking at a time, with what
+// went wrong on the way.
+type fold struct {
+	stats map[string]learn.Stats
+	warn  []string
+}
+
+// fold folds the feedback journal for ranking at now: the fold of the
+// policy refresh this engine just made, while the journal is unchanged;
+// else the journal folded from its snapshot (only the tail appended since
+// is read).
+func (e *Engine) fold(now time.Time) fold {
+	var out fold
 	params := learn.ParamsFrom(e.cfg.Learn)
-	// The fold of the policy refresh this engine just made, while the
-	// journal is unchanged; else the journal folded from its snapshot
-	// (only the tail appended since is read).
 	var folded journal.Folded
 	var err error
 	if f := e.folded; f != nil && f.Current(e.root) {
 		folded = *f
 		folded.Stats, folded.SnapshotErr = f.StatsAt(now, params), nil
 	} else if folded, err = journal.FoldFeedback(e.root, now, params); err != nil {
-		warn = append(warn, fmt.Sprintf("%v (ranking without feedback)", err))
+		out.warn = append(out.warn, fmt.Sprintf("%v (ranking without feedback)", err))
 		folded.Stats = map[string]learn.Stats{}
 	}
 	if folded.SnapshotErr != nil {
-		warn = append(warn, fmt.Sprintf("fold snapshot not saved: %v", folded.SnapshotErr))
+		out.warn = append(out.warn, fmt.Sprintf("fold snapshot not saved: %v", folded.SnapshotErr))
 	}
-	stats := folded.Stats
+	out.stats = folded.Stats
+	return out
+}
+
+// rank is Rank with the entries' references extracted, the feedback
+// folded, and the log given by a function called once it is needed (the
+// caller may still be reading it). When the log's facts stand in for it
+// and an inverted observation must be named, the log is read after all.
+func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, folded fold, getView func() logView, role string, now time.Time) ([]index.Entry, []string, []string) {
+	warn := folded.warn
+	params := learn.ParamsFrom(e.cfg.Learn)
+	stats := folded.stats
 	view := getView()
 	if view.log == nil {
 		for id, s := range stats {
