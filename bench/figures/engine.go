@@ -174,7 +174,7 @@ func engineRows(bin, tmp string) {
 		evs = append(evs, learn.Event{TS: at.Add(time.Duration(i) * time.Minute), Target: target, Kind: kinds[i%len(kinds)], Value: 1, Source: "reconcile", Type: manifest.Workflow})
 	}
 	check(journal.AppendFeedback(lwDir, evs...))
-	settle(bin, lwDir)
+	settleSession(bin, lwDir)
 	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+lwDir+`"}`, bin, "hook", "session-start")
 	bare := timeCmd(bin, "version")
 	row(fmt.Sprintf("session-start hook, 10k obs, %dk-event feedback journal", *journalN/1000), hook, "bare start (`learnwatch version`)", bare)
