@@ -36,6 +36,7 @@ type IndexOptions struct {
 // and checked while the entries are loaded and ranked: a session start
 // waits for the slower of them, not their sum.
 func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
+	defer relaxIndexGC(manifest.PathsFor(e.root).Log)()
 	logc := make(chan logView, 1)
 	switch {
 	case o.Log != nil:
