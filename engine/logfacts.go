@@ -54,12 +54,7 @@ func saveLogFacts(root string, log *manifest.Log, st statcache.Stat, typ uint32)
 	if typ == 0 || log == nil || !log.Exists {
 		return nil
 	}
-	f := logFacts{Stat: st, Type: typ, Confidence: map[string]float64{}}
-	for _, o := range log.Observations() {
-		if _, dup := f.Confidence[o.ID]; !dup {
-			f.Confidence[o.ID] = o.Confidence
-		}
-	}
+	f := logFacts{Stat: st, Type: typ, Confidence: log.Confidences()}
 	if err := cachedir.WriteGob(root, LogFactsFile, logFactsMagic, &f); err != nil {
 		return fmt.Errorf("log facts not written (the next session start reads the log): %w", err)
 	}

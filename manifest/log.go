@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -830,6 +831,71 @@ func (l *Log) Find(id string) *Observation {
 		return ln.Observation()
 	}
 	return nil
+}
+
+// Confidences returns the confidence of each id's observation, as Find
+// answers it (the first valid line with the id; an id whose line does not
+// decode has none), read from each line's bytes: nothing is decoded or
+// kept. The log facts take it of every line: decoding them all held every
+// observation of a 100,000 observations' log (211 MiB resident).
+func (l *Log) Confidences() map[string]float64 {
+	out := make(map[string]float64, len(l.Lines))
+	seen := make(map[string]bool, len(l.Lines))
+	for _, ln := range l.Lines {
+		if !ln.valid() {
+			continue
+		}
+		id := ln.ID()
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if c, ok := ln.confidence(); ok {
+			out[id] = c
+		}
+	}
+	return out
+}
+
+// confidence is Observation().Confidence without decoding the line or
+// keeping what it reads; ok is false when the line holds no observation
+// (Observation returns nil).
+func (ln *Line) confidence() (float64, bool) {
+	if ln.obs != nil || !ln.parsed {
+		if ln.obs == nil {
+			return 0, false
+		}
+		return ln.obs.Confidence, true
+	}
+	body := bytes.TrimSpace(ln.Raw())
+	// A line not decoded yet is one the scan vouched for (scanFields: its
+	// keys exact and once each, its confidence a number): the member
+	// decodeScanned reads.
+	var buf [24]member
+	if ms, ok := members(buf[:0], body); ok {
+		c := 0.0
+		for _, m := range ms {
+			if knownIndex(m.key) != kConfidence || m.val[0] == 'n' {
+				continue
+			}
+			f, err := strconv.ParseFloat(string(m.val), 64)
+			if err != nil {
+				return ln.decodedConfidence(body)
+			}
+			c = f
+		}
+		return c, true
+	}
+	return ln.decodedConfidence(body)
+}
+
+// decodedConfidence decodes body as Observation does, into a copy.
+func (ln *Line) decodedConfidence(body []byte) (float64, bool) {
+	var o Observation
+	if o.decodeScanned(body) || o.decode(body) == nil {
+		return o.Confidence, true
+	}
+	return 0, false
 }
 
 // FindLine returns the first valid line with id, or nil, without decoding

@@ -246,6 +246,33 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 			t.Fatalf("line %d %q: no raw texts for a scanned line", i, ln.Raw())
 		}
 	}
+	// Confidences answers what Find decodes, decoding nothing.
+	decoded := 0
+	for _, ln := range lz.Lines {
+		if ln.Decoded() {
+			decoded++
+		}
+	}
+	wantConf := map[string]float64{}
+	for _, ol := range old.Lines {
+		if ol.Obs == nil || ol.Invalid != nil {
+			continue
+		}
+		if _, dup := wantConf[ol.Obs.ID]; !dup {
+			wantConf[ol.Obs.ID] = old.Find(ol.Obs.ID).Confidence
+		}
+	}
+	if got := lz.Confidences(); !reflect.DeepEqual(got, wantConf) {
+		t.Fatalf("Confidences() = %v, Find gives %v for %q", got, wantConf, data)
+	}
+	for _, ln := range lz.Lines {
+		if ln.Decoded() {
+			decoded--
+		}
+	}
+	if decoded != 0 {
+		t.Fatalf("Confidences decoded %d lines of %q", -decoded, data)
+	}
 	for _, id := range []string{"obs_a", "obs_b", "obs_c", "obs_x y"} {
 		a, b := lz.Find(id), old.Find(id)
 		if (a == nil) != (b == nil) || a != nil && !reflect.DeepEqual(oldObservation(*a), *b) {
@@ -282,6 +309,17 @@ func checkAgainstOld(t *testing.T, data []byte, seed int64) {
 			change(r, o)
 		}
 		*old.Lines[i].Obs = oldObservation(*o)
+	}
+	// Changed lines answer with their change (an id changed too: the
+	// first valid line with the id it has now).
+	wantConf = map[string]float64{}
+	for _, o := range lz.Observations() {
+		if _, dup := wantConf[o.ID]; !dup {
+			wantConf[o.ID] = o.Confidence
+		}
+	}
+	if got := lz.Confidences(); fmt.Sprint(got) != fmt.Sprint(wantConf) { // a change may be NaN
+		t.Fatalf("Confidences() after changes = %v, the observations give %v", got, wantConf)
 	}
 	// Raw texts are offered for a changed line only while its texts are
 	// still the ones its bytes hold.
