@@ -50,7 +50,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	// depends on the other.
 	foldc := make(chan fold, 1)
 	go func() { foldc <- e.fold(o.Now) }()
-	entries, err := index.Load(e.root)
+	entries, err := loadEntries(e.root)
 	if err != nil {
 		<-foldc
 		return index.Result{}, nil, err
@@ -200,7 +200,7 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, fo
 // procedural observations as plain data for the learning engine (the ids
 // feedback may name).
 func (e *Engine) Candidates() ([]learn.Candidate, error) {
-	entries, err := index.Load(e.root)
+	entries, err := loadEntries(e.root)
 	if err != nil {
 		return nil, err
 	}

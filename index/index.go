@@ -58,8 +58,33 @@ type Entry struct {
 // Load reads the active entries of both knowledge files under root, in file
 // order, each with score 1. Missing files give no entries.
 func Load(root string) ([]Entry, error) {
-	p := manifest.PathsFor(root)
+	files, err := ReadKnowledge(root)
+	if err != nil {
+		return nil, err
+	}
 	var out []Entry
+	for _, f := range files {
+		es, err := Parse(f.Path, f.Src)
+		if err != nil {
+			return nil, err
+		}
+		out = Append(out, es)
+	}
+	return out, nil
+}
+
+// KnowledgeFile is a knowledge file as read: its path and bytes.
+type KnowledgeFile struct {
+	Path string
+	Src  []byte
+}
+
+// ReadKnowledge reads both knowledge files under root (decisions, then
+// pitfalls), each bounded and refused through a symlink (safefs); a
+// missing file is left out.
+func ReadKnowledge(root string) ([]KnowledgeFile, error) {
+	p := manifest.PathsFor(root)
+	var out []KnowledgeFile
 	for _, path := range []string{p.Decisions, p.Pitfalls} {
 		rel, _ := filepath.Rel(root, path)
 		if _, _, err := manifest.Resolve(root, filepath.ToSlash(rel)); err != nil {
@@ -72,19 +97,38 @@ func Load(root string) ([]Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
 		}
-		if err := markdown.Check(src); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		for _, s := range markdown.Sections(src) {
-			if !s.Active() {
-				continue
-			}
-			out = append(out, Entry{ID: textsafe.Line(s.ID, 0), Kind: s.Kind, Title: textsafe.Line(s.Title, 0),
-				Status: textsafe.Line(s.Status, 0), Area: textsafe.Line(s.Area, 0),
-				Score: 1, Source: s.Source, Text: string(markdown.SectionText(src, s)), Order: len(out)})
-		}
+		out = append(out, KnowledgeFile{Path: path, Src: src})
 	}
 	return out, nil
+}
+
+// Parse returns the active entries of the knowledge file at path whose
+// bytes are src, in file order, each with score 1 (Order is set by
+// Append).
+func Parse(path string, src []byte) ([]Entry, error) {
+	if err := markdown.Check(src); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var out []Entry
+	for _, s := range markdown.Sections(src) {
+		if !s.Active() {
+			continue
+		}
+		out = append(out, Entry{ID: textsafe.Line(s.ID, 0), Kind: s.Kind, Title: textsafe.Line(s.Title, 0),
+			Status: textsafe.Line(s.Status, 0), Area: textsafe.Line(s.Area, 0),
+			Score: 1, Source: s.Source, Text: string(markdown.SectionText(src, s))})
+	}
+	return out, nil
+}
+
+// Append appends a file's entries to out, numbering them (Order) after
+// those already there.
+func Append(out, entries []Entry) []Entry {
+	for _, e := range entries {
+		e.Order = len(out)
+		out = append(out, e)
+	}
+	return out
 }
 
 // Result is a rendered index.
