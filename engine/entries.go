@@ -12,6 +12,7 @@ package engine
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"path/filepath"
 	"slices"
 
@@ -45,11 +46,12 @@ type entriesOf struct {
 
 // loadEntries is index.Load through the entries' cache, which it rewrites
 // when a file's entries were parsed anew (or a file is gone). The cache
-// not written is no error: the next session parses again.
-func loadEntries(root string) ([]index.Entry, error) {
+// not written is a warning, not an error: the next session parses again
+// (a read-only checkout is neither).
+func loadEntries(root string) ([]index.Entry, []string, error) {
 	files, err := index.ReadKnowledge(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var kept entriesCache
 	cachedir.ReadGob(root, EntriesFile, entriesMagic, maxEntries, &kept)
@@ -60,15 +62,18 @@ func loadEntries(root string) ([]index.Entry, error) {
 		if k := slices.IndexFunc(kept.Files, func(k entriesOf) bool { return k.Name == e.Name && k.Sum == e.Sum }); k >= 0 {
 			e.Entries = kept.Files[k].Entries
 		} else if e.Entries, err = index.Parse(f.Path, f.Src); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		now.Files = append(now.Files, e)
 		out = index.Append(out, cleanEntries(e.Entries))
 	}
+	var warn []string
 	if !sameSums(kept, now) {
-		_ = cachedir.WriteGobUnsynced(root, EntriesFile, entriesMagic, &now)
+		if err := cachedir.WriteGobUnsynced(root, EntriesFile, entriesMagic, &now); err != nil {
+			warn = append(warn, fmt.Sprintf("knowledge entries cache not written (parsed again next time): %v", err))
+		}
 	}
-	return out, nil
+	return out, warn, nil
 }
 
 // cleanEntries returns entries as index.Parse makes them: the file is in

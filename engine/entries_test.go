@@ -36,7 +36,7 @@ func TestEntriesCacheMatchesParse(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 { // the cache written, then read
-			got, err := loadEntries(root)
+			got, _, err := loadEntries(root)
 			if err != nil {
 				t.Fatalf("%s: %v", step, err)
 			}
@@ -62,7 +62,7 @@ func TestEntriesCacheMatchesParse(t *testing.T) {
 	write(cachedir.Path(root, EntriesFile), "learnwatch knowledge entries 0\n")
 	check("the cache of another version")
 	write(p.Decisions, "# Decisions\n\n## ADR-001: Nested\n\n"+strings.Repeat(">", 200)+" deep\n")
-	if _, err := loadEntries(root); err == nil {
+	if _, _, err := loadEntries(root); err == nil {
 		t.Fatal("a file index.Parse refuses is read from the cache")
 	}
 }
@@ -79,7 +79,7 @@ func TestEntriesCachePlanted(t *testing.T) {
 	if err := os.WriteFile(p.Decisions, []byte("# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadEntries(root); err != nil {
+	if _, _, err := loadEntries(root); err != nil {
 		t.Fatal(err)
 	}
 	var c entriesCache
@@ -91,7 +91,7 @@ func TestEntriesCachePlanted(t *testing.T) {
 	if err := cachedir.WriteGob(root, EntriesFile, entriesMagic, &c); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadEntries(root)
+	got, _, err := loadEntries(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestEntriesCachePlanted(t *testing.T) {
 	if err := cachedir.WriteGob(root, EntriesFile, entriesMagic, &c); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := loadEntries(root); len(got) != 1 || got[0].Title != "Use SQLite" {
+	if got, _, _ := loadEntries(root); len(got) != 1 || got[0].Title != "Use SQLite" {
 		t.Fatalf("entries %+v under another sum: want the file parsed", got)
 	}
 }
@@ -135,7 +135,7 @@ func FuzzEntriesCache(f *testing.F) {
 		}
 		sums = append(sums, sha256.Sum256(b))
 	}
-	if _, err := loadEntries(root); err != nil {
+	if _, _, err := loadEntries(root); err != nil {
 		f.Fatal(err)
 	}
 	if b, err := os.ReadFile(cachedir.Path(root, EntriesFile)); err == nil {
@@ -151,7 +151,7 @@ func FuzzEntriesCache(f *testing.F) {
 		}
 		var planted entriesCache
 		cachedir.ReadGob(root, EntriesFile, entriesMagic, maxEntries, &planted)
-		got, err := loadEntries(root)
+		got, _, err := loadEntries(root)
 		if err != nil {
 			t.Fatalf("planted cache %q: %v", b, err)
 		}
@@ -164,4 +164,30 @@ func FuzzEntriesCache(f *testing.F) {
 			t.Fatalf("no file's sum planted, entries %+v; want %+v", got, want)
 		}
 	})
+}
+
+// A cache that cannot be written is a warning; the entries are the file's.
+func TestEntriesCacheNotWritten(t *testing.T) {
+	root := t.TempDir()
+	p := manifest.PathsFor(root)
+	if err := os.MkdirAll(filepath.Dir(p.Decisions), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Decisions, []byte("# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cachedir.Dir(root), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, warn, err := loadEntries(root)
+	if err != nil || len(got) != 1 || got[0].ID != "ADR-001" {
+		t.Fatalf("entries %+v, %v: want ADR-001", got, err)
+	}
+	if len(warn) != 1 || !strings.Contains(warn[0], "knowledge entries cache not written") {
+		t.Fatalf("warnings %q: want the cache not written", warn)
+	}
+	os.Remove(cachedir.Dir(root))
+	if _, warn, _ := loadEntries(root); warn != nil {
+		t.Fatalf("warnings %q with a cache directory", warn)
+	}
 }

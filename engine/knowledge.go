@@ -50,7 +50,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	// depends on the other.
 	foldc := make(chan fold, 1)
 	go func() { foldc <- e.fold(o.Now) }()
-	entries, err := loadEntries(e.root)
+	entries, entriesWarn, err := loadEntries(e.root)
 	if err != nil {
 		<-foldc
 		return index.Result{}, nil, err
@@ -75,7 +75,7 @@ func (e *Engine) Index(o IndexOptions) (index.Result, []string, error) {
 	for i := range entries {
 		entries[i].Stale = m.marks[entries[i].ID]
 	}
-	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), slices.Concat(warn, refsWarn, m.warn), nil
+	return index.BuildWith(entries, avoid, index.Options{Budget: o.Budget, MinScore: learn.MinScore, Role: o.Role}), slices.Concat(entriesWarn, warn, refsWarn, m.warn), nil
 }
 
 // Rank scores index entries with the learning engine and returns them with
@@ -200,9 +200,12 @@ func (e *Engine) rank(entries []index.Entry, refs map[string][]staleness.Ref, fo
 // procedural observations as plain data for the learning engine (the ids
 // feedback may name).
 func (e *Engine) Candidates() ([]learn.Candidate, error) {
-	entries, err := loadEntries(e.root)
+	entries, warn, err := loadEntries(e.root)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range warn {
+		e.log.Debug(w)
 	}
 	log, err := manifest.ReadLog(manifest.PathsFor(e.root).Log)
 	if err != nil {
