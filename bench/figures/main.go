@@ -132,6 +132,9 @@ func settle(bin, dir string) {
 // marks were computed has its names read at each session until a session
 // finds them older; docs/staleness.md). A fixture just generated is
 // otherwise timed as a tree written a second before each session starts.
+// The pause also lets the next session's pass confirm the record of the
+// day's first one (which writes the day's kept events): back to back, the
+// timed runs began with two full passes (docs/engine.md).
 func settleSession(bin, dir string) {
 	settle(bin, dir)
 	runOnce(exec.Command(bin, "hook", "session-start"), `{"hook_event_name":"SessionStart","cwd":"`+dir+`"}`)

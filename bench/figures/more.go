@@ -46,7 +46,7 @@ func staleRow(bin, tmp string) {
 	// The session-start index checks its entries' references against
 	// this large tree: settled, the marks come from their cache instead of
 	// a decode of the 50,000-entry index (docs/staleness.md).
-	settle(bin, dir)
+	settleSession(bin, dir)
 	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+dir+`"}`, bin, "hook", "session-start")
 	bare := timeCmd(bin, "version")
 	row(fmt.Sprintf("session-start hook in that repository (%d tracked files; its knowledge entries' references marked), settled", res.Files),
