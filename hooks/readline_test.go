@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -74,7 +73,7 @@ func TestRecordTranscriptRefusesSpecialFiles(t *testing.T) {
 	real := filepath.Join(base, "t.jsonl")
 	os.WriteFile(real, []byte(`{"role":"assistant","content":"ADR-001"}`+"\n"), 0o600)
 	fifo := filepath.Join(base, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo, 0o600); err != nil {
 		t.Skip(err)
 	}
 	link := filepath.Join(base, "link")

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,7 +67,7 @@ func TestReliabilityHostileInput(t *testing.T) {
 		os.MkdirAll(dir, 0o755)
 		p := filepath.Join(dir, "x.md")
 		if _, err := os.Stat(p); err != nil {
-			if err := syscall.Mkfifo(p, 0o644); err != nil {
+			if err := mkfifo(p, 0o644); err != nil {
 				t.Skipf("no named pipes: %v", err)
 			}
 		}

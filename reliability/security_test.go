@@ -161,7 +161,7 @@ func (sc *securityCase) plant(t *testing.T, root, outside string) {
 func outsideWorld(t *testing.T, outside, tmpl string) {
 	t.Helper()
 	writeFile(t, filepath.Join(outside, "secret.json"), secretJSON)
-	if err := syscall.Mkfifo(filepath.Join(outside, "fifo"), 0o644); err != nil {
+	if err := mkfifo(filepath.Join(outside, "fifo"), 0o644); err != nil {
 		t.Skipf("no named pipes: %v", err)
 	}
 	copyTree(t, filepath.Join(tmpl, ".memory"), filepath.Join(outside, "dir-.memory"))
@@ -395,7 +395,7 @@ func TestReliabilitySecurityTranscript(t *testing.T) {
 	secret := filepath.Join(base, "secret.jsonl")
 	writeFile(t, secret, `{"role":"assistant","content":"ADR-001 `+secretMarker+`"}`+"\n")
 	fifo := filepath.Join(base, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no named pipes: %v", err)
 	}
 	link := filepath.Join(base, "link.jsonl")

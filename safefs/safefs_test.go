@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -39,7 +38,7 @@ func plant(t *testing.T, kind string) (mem, name, outside string) {
 	case "devzero":
 		err = os.Symlink("/dev/zero", name)
 	case "fifo":
-		err = syscall.Mkfifo(name, 0o644)
+		err = mkfifo(name, 0o644)
 	case "dir":
 		err = os.Mkdir(name, 0o755)
 	}

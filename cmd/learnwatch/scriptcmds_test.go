@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf16"
 
@@ -307,9 +306,7 @@ func snapshotTree(dir string) (map[string]fileState, error) {
 		rel, _ := filepath.Rel(dir, p)
 		sum := sha256.Sum256(b)
 		st := fileState{Hash: hex.EncodeToString(sum[:]), MTime: fi.ModTime().UnixNano()}
-		if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-			st.Ino = uint64(sys.Ino)
-		}
+		st.Ino = inodeOf(fi)
 		out[filepath.ToSlash(rel)] = st
 		return nil
 	})
@@ -572,7 +569,7 @@ func cmdMkfifo(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 1 || neg {
 		ts.Fatalf("usage: mkfifo PATH")
 	}
-	ts.Check(syscall.Mkfifo(ts.MkAbs(args[0]), 0o644))
+	ts.Check(mkfifo(ts.MkAbs(args[0]), 0o644))
 }
 
 // waitfile PATH: waits (at most 30 s) until PATH exists, e.g. the

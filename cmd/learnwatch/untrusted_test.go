@@ -313,7 +313,7 @@ func TestStopHookFIFOTranscript(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, ".memory", "learnwatch.yaml"), "")
 	fifo := filepath.Join(root, "transcript.jsonl")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	if err := mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

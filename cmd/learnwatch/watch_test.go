@@ -144,7 +144,9 @@ func sendWatchSignal(ts *testscript.TestScript, name string) {
 	ts.Check(err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
-	ts.Check(syscall.Kill(pid, sig))
+	proc, err := os.FindProcess(pid)
+	ts.Check(err)
+	ts.Check(proc.Signal(sig))
 }
 
 // watch-save FILE TEXT: an editor's atomic save — write a temp file next to

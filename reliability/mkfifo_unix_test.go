@@ -1,0 +1,8 @@
+//go:build unix
+
+package reliability
+
+import "syscall"
+
+// mkfifo makes a FIFO at name.
+func mkfifo(name string, mode uint32) error { return syscall.Mkfifo(name, mode) }
