@@ -840,18 +840,22 @@ func (l *Log) Find(id string) *Observation {
 // observation of a 100,000 observations' log (211 MiB resident).
 func (l *Log) Confidences() map[string]float64 {
 	out := make(map[string]float64, len(l.Lines))
-	seen := make(map[string]bool, len(l.Lines))
+	var none map[string]bool // ids whose first valid line does not decode
 	for _, ln := range l.Lines {
 		if !ln.valid() {
 			continue
 		}
 		id := ln.ID()
-		if seen[id] {
+		if _, dup := out[id]; dup || none[id] {
 			continue
 		}
-		seen[id] = true
 		if c, ok := ln.confidence(); ok {
 			out[id] = c
+		} else {
+			if none == nil {
+				none = map[string]bool{}
+			}
+			none[id] = true
 		}
 	}
 	return out
