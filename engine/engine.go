@@ -285,7 +285,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			recErr, factsErr = e.recordReplay(key, res, start)
+			recErr, factsErr = e.recordReplay(key, p, res, start)
 		}()
 		recorded = func() {
 			<-done

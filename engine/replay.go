@@ -35,6 +35,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/citation"
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/heal"
@@ -48,7 +49,7 @@ import (
 const ReplayFile = "pass.replay"
 
 // replayMagic starts the file; another version is ignored.
-const replayMagic = "learnwatch pass replay 3\n"
+const replayMagic = "learnwatch pass replay 4\n"
 
 // maxReplay bounds the file read.
 const maxReplay = 64 << 20
@@ -108,6 +109,10 @@ type replayRecord struct {
 	// out): its answers follow HEAD and the references, so a pass after
 	// git moved them is never answered from this record (Pass.AfterGit).
 	GitAsked bool
+	// MarkTracked is the recording pass's Pass.MarkTracked, and Withheld
+	// heal.Result.Withheld: a record whose pass left changes for a
+	// person's pass answers only passes that would leave them too.
+	MarkTracked, Withheld bool
 }
 
 // replayable reports whether a pass p may be answered by a replay or
@@ -120,8 +125,11 @@ func replayable(p Pass) bool {
 // replayKey is what a recorded report was asked with: the binary, the
 // root, the configuration and the pass's own options. The session-start
 // pass shares the key of a plain pass: once the day's kept events are
-// recorded it is one (tryReplay checks). "" (the binary cannot be named)
-// means no replay.
+// recorded it is one (tryReplay checks). So do the reconcile command's
+// pass (MarkTracked) and a hook's: a record of one answers the other
+// unless the pass left changes for a person's pass (replayRecord.Withheld),
+// and how long a pass waits for the lock (the hooks wait less) changes
+// nothing it reports. "" (the binary cannot be named) means no replay.
 func (e *Engine) replayKey(p Pass) string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -133,8 +141,10 @@ func (e *Engine) replayKey(p Pass) string {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", exe, fi.Size(), fi.ModTime().UnixNano())
-	cfg, _ := json.Marshal(e.cfg)
-	fmt.Fprintf(h, "%s\x00%s\x00%t\x00%t\x00%s\x00%s\x00", e.root, cfg, p.MarkTracked, p.NoFeedback,
+	c := e.cfg
+	c.Lock = config.Lock{}
+	cfg, _ := json.Marshal(c)
+	fmt.Fprintf(h, "%s\x00%s\x00%t\x00%s\x00%s\x00", e.root, cfg, p.NoFeedback,
 		os.Getenv("GIT_INDEX_FILE"), os.Getenv("GIT_DIR"))
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -180,6 +190,8 @@ type diskRecord struct {
 	Report    []byte
 	Kept      string // the kept ids, each ended by a NUL
 	GitAsked  bool
+
+	MarkTracked, Withheld bool
 }
 
 const flatWidth = 5
@@ -207,7 +219,7 @@ func splitNUL(s string) ([]string, bool) {
 
 func toDisk(r *replayRecord) diskRecord {
 	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept), GitAsked: r.GitAsked,
-		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
+		MarkTracked: r.MarkTracked, Withheld: r.Withheld, Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
 	for i, s := range r.Stats {
 		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
 		if s.Names != ([32]byte{}) {
@@ -225,7 +237,7 @@ func fromDisk(d diskRecord) (*replayRecord, bool) {
 		return nil, false
 	}
 	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept, GitAsked: d.GitAsked,
-		Stats: make([]depStat, n)}
+		MarkTracked: d.MarkTracked, Withheld: d.Withheld, Stats: make([]depStat, n)}
 	for i := range r.Stats {
 		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
 		r.Stats[i] = depStat{Stat: statcache.Stat{Size: f[0], Mtime: f[1], Ctime: f[2], Ino: uint64(f[3])}, Type: uint32(f[4])}
@@ -395,6 +407,10 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 		e.log.Debug("pass replay: record not confirmed yet")
 		return heal.Result{}, false, start
 	}
+	if rec.Withheld && rec.MarkTracked != p.MarkTracked {
+		e.log.Debug("pass replay: the recording pass left changes for a person's pass")
+		return heal.Result{}, false, start
+	}
 	if len(changed) > 0 {
 		start.gitOnly = true
 	} else if want := strings.TrimPrefix(rec.Head, "none"); rec.Head != "" && headNow(e.root) != want {
@@ -506,7 +522,7 @@ func recordable(res heal.Result) bool {
 // The record is disposable: an error writing it (a full disk) is returned
 // for a warning, a read-only memory directory is not one; so are the log
 // facts a confirming pass writes (factsErr).
-func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (recErr, factsErr error) {
+func (e *Engine) recordReplay(key string, p Pass, res heal.Result, start *replayStart) (recErr, factsErr error) {
 	path := cachedir.Path(e.root, ReplayFile)
 	if !recordable(res) {
 		if len(res.Inputs) == 0 {
@@ -543,6 +559,7 @@ func (e *Engine) recordReplay(key string, res heal.Result, start *replayStart) (
 		}
 	}
 	rec.GitAsked = res.GitAsked
+	rec.MarkTracked, rec.Withheld = p.MarkTracked, res.Withheld
 	mode := statcache.ModeOf(e.cfg.Engine.CheckStat)
 	wait := quiet(mode)
 	if e.replayQuiet > 0 {

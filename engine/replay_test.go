@@ -193,7 +193,8 @@ func TestReplayKey(t *testing.T) {
 // After a pass that wrote, the next pass confirms its record at once (the
 // writing pass left the paths it depended on, stat'ed before the next one
 // reads), so the pass after it replays; a record another kind of pass left
-// (the reconcile command's, a hook's) serves the same way, never replayed.
+// (one without feedback) serves the same way, never replayed. The reconcile
+// command's pass and a hook's share their records.
 func TestReplayConfirmedOnePassAfterAWrite(t *testing.T) {
 	root, _ := memory(t)
 	pass := func(p Pass) Report {
@@ -232,25 +233,37 @@ func TestReplayConfirmedOnePassAfterAWrite(t *testing.T) {
 		t.Fatal("the second pass after the write was not replayed")
 	}
 
-	// The reconcile command's pass (another key) writes an edit; a hook's
-	// plain pass after it confirms its own record from the command's paths.
+	// A pass of another key (no feedback) writes an edit; a hook's plain
+	// pass after it confirms its own record from that pass's paths.
 	f, err := os.OpenFile(filepath.Join(cmds, "rebase-on-main-before-review.md"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.WriteString("\nMine.\n")
 	f.Close()
-	if r := pass(Pass{Now: testNow, MarkTracked: true}); r.Edits != 1 {
-		t.Fatalf("the command's pass: %+v", r.Result)
+	other := Pass{Now: testNow, NoFeedback: true}
+	if r := pass(other); r.Edits != 1 {
+		t.Fatalf("the other kind's pass: %+v", r.Result)
 	}
 	if r := pass(plain); r.Replayed || !confirmed() {
-		t.Fatalf("the hook's pass after the command's: replayed %v, confirmed %v", r.Replayed, confirmed())
+		t.Fatalf("the hook's pass after the other kind's: replayed %v, confirmed %v", r.Replayed, confirmed())
 	}
 	if r := pass(plain); !r.Replayed {
 		t.Fatal("the hook's next pass was not replayed")
 	}
-	if r := pass(Pass{Now: testNow, MarkTracked: true}); r.Replayed || !confirmed() {
-		t.Fatalf("the command after the hook's: replayed %v (another key), confirmed %v", r.Replayed, confirmed())
+	if r := pass(other); r.Replayed || !confirmed() {
+		t.Fatalf("the other kind after the hook's: replayed %v (another key), confirmed %v", r.Replayed, confirmed())
+	}
+	// The reconcile command's pass shares the hook's record, and back
+	// (nothing was left for it: outside git no mark is withheld).
+	if r := pass(Pass{Now: testNow, MarkTracked: true}); r.Replayed {
+		t.Fatal("the command right after the other kind's pass was replayed")
+	}
+	if r := pass(plain); !r.Replayed {
+		t.Fatal("the hook after the command's pass was not replayed")
+	}
+	if r := pass(Pass{Now: testNow, MarkTracked: true}); !r.Replayed {
+		t.Fatal("the command after the hook's pass was not replayed")
 	}
 }
 

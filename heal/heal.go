@@ -231,6 +231,11 @@ type Result struct {
 	GitAsked    bool             `json:"-"`
 	// Git is what git's answers depended on, when GitAsked.
 	Git GitInputs `json:"-"`
+	// Withheld is set when the pass left a change for a pass a person
+	// asks for (Options.MarkTracked off): staleness marks of a log git
+	// tracks, or the entries another checkout wrote into a manifest git
+	// tracks. A pass with MarkTracked would have written them.
+	Withheld bool `json:"-"`
 }
 
 // State is what reconcile reads.
@@ -1570,6 +1575,7 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	st.KeepForeign = !opts.MarkTracked && len(st.Foreign) > 0 && Tracked(root, p.Manifest)
 	res := Plan(st, opts.Now)
 	res.Log = st.Log
+	res.Withheld = st.KeepForeign
 	if !opts.Lean {
 		res.Inputs = st.inputs(p)
 	}
@@ -1966,6 +1972,7 @@ func markStale(ctx context.Context, root string, p manifest.Paths, opts Options,
 		for _, m := range marked {
 			m.Line.SetMarks(m.Marks)
 		}
+		res.Withheld = true
 	}
 	if err != nil {
 		res.Problems = append(res.Problems, "staleness check: "+err.Error())
