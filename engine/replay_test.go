@@ -748,3 +748,83 @@ func TestReplayGitFile(t *testing.T) {
 		t.Fatalf(".git rewritten: replayed %v, absent %d", tw.replays != before, r.Absent)
 	}
 }
+
+// The reconcile command's passes and the hooks' share their replay records
+// (replayKey leaves MarkTracked out): over random steps on a memory git
+// tracks — the file an observation names removed and put back (marks a
+// hook leaves out of the log and the command writes), the memory
+// committed, a person's deletions, restores and edits — every pass of
+// either kind, replayed or not, is byte for byte the pass of an engine
+// that never replays. Passes of each kind must replay the other's record,
+// and a hook's record that left marks must not answer the command.
+func TestReplayKindsProperty(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	crossed, withheld := 0, 0
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 31))
+			tw := newTwin(t, "")
+			tw.quiet = 20 * time.Millisecond
+			tw.do(func(root string) {
+				putFile(t, root, "src/store.go", "package src\n")
+				// The journal stays local: its events carry each pass's own
+				// id, so the twins' commits would differ.
+				putFile(t, root, ".gitignore", ".memory/feedback.jsonl\n")
+				f, err := os.OpenFile(manifest.PathsFor(root).Log, os.O_APPEND|os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteString(readyObs("obs_ref", manifest.Decision, "Checks live in the store", "Run the checks in src/store.go before a release."))
+				f.Close()
+				gitRun(t, root, "init", "-q", "-b", "main")
+				gitRun(t, root, "add", "-A")
+				gitRun(t, root, "commit", "-q", "-m", "memory")
+			})
+			arts := tw.artifacts()
+			saved := map[string][]byte{}
+			last := false // the kind of the last pass that settled
+			for i := range 30 {
+				rel := arts[rng.IntN(len(arts))]
+				var what string
+				switch op := rng.IntN(8); op {
+				case 0:
+					what = "src/store.go removed"
+					tw.gitBoth("rm", "-q", "--ignore-unmatch", "src/store.go")
+				case 1:
+					what = "src/store.go put back"
+					tw.do(func(root string) { putFile(t, root, "src/store.go", "package src\n") })
+					tw.gitBoth("add", "src/store.go")
+				case 2:
+					what = "memory committed"
+					tw.gitBoth("add", "-A")
+					tw.gitBoth("commit", "-q", "-m", fmt.Sprint("step ", i))
+				case 3, 4:
+					what = tw.personOp(rng.IntN(3), rel, i, saved)
+				default:
+					what = "nothing"
+				}
+				tw.markTracked = rng.IntN(2) == 0
+				tw.reconcile(fmt.Sprintf("step %d: %s (command %v)", i, what, tw.markTracked))
+				// Settled by one kind, then asked by either.
+				for k := range 2 {
+					tw.reconcile(fmt.Sprintf("step %d: %s, settling %d (command %v)", i, what, k, tw.markTracked))
+				}
+				last = tw.markTracked
+				rec := readReplay(tw.a)
+				tw.markTracked = rng.IntN(2) == 0
+				r := tw.reconcile(fmt.Sprintf("step %d: %s, asked (command %v after %v)", i, what, tw.markTracked, last))
+				switch {
+				case rec == nil || !rec.Confirmed:
+				case r.Replayed && last != tw.markTracked:
+					crossed++
+				case !r.Replayed && rec.Withheld && last != tw.markTracked:
+					withheld++
+				}
+			}
+		})
+	}
+	if crossed == 0 || withheld == 0 {
+		t.Fatalf("replays across kinds %d, records left for the command and not replayed %d: want both", crossed, withheld)
+	}
+}

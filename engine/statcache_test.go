@@ -50,6 +50,9 @@ type twin struct {
 	// norm, when set, is applied to both reports and both files' renderings
 	// before they are compared.
 	norm func(string) string
+	// markTracked, when set, is both passes' Pass.MarkTracked (the
+	// reconcile command's pass when true, a hook's when false).
+	markTracked bool
 }
 
 const nArtifacts = 12
@@ -99,7 +102,7 @@ func (tw *twin) reconcile(what string) Report {
 	tw.t.Helper()
 	tw.step++
 	now := testNow.Add(time.Duration(tw.step) * time.Minute)
-	ea, pa := New(tw.a, tw.cfg, nil), Pass{Now: now}
+	ea, pa := New(tw.a, tw.cfg, nil), Pass{Now: now, MarkTracked: tw.markTracked}
 	if tw.kept != nil {
 		ea, pa.Touched, tw.touched = tw.kept, tw.touched, map[string]bool{}
 	}
@@ -120,7 +123,7 @@ func (tw *twin) reconcile(what string) Report {
 		rs := tw.settle(ea, now)
 		ra.Stale, ra.Problems = rs.Stale, append(ra.Problems, rs.Problems...)
 	}
-	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true, Confirm: tw.confirm})
+	rb, errB := New(tw.b, tw.cfg, nil).Reconcile(context.Background(), Pass{Now: now, NoStatCache: true, Confirm: tw.confirm, MarkTracked: tw.markTracked})
 	if (errA == nil) != (errB == nil) {
 		tw.t.Fatalf("%s: errors differ: %v / %v", what, errA, errB)
 	}
