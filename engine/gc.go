@@ -77,11 +77,8 @@ const (
 // 20.5-21.3 ms to 16.1-17.3 (four alternated rounds of 11, a 66k-event
 // journal). At 100,000 observations a replayed session start is
 // unchanged (58-71 MiB resident at its peak, 0.11-0.12 s, both ways).
-// Left alone when the person set GOGC or GOMEMLIMIT.
+// Left alone when the person set GOGC or GOMEMLIMIT (setGC).
 func relaxIndexGC(logPath string) (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
 	if heapNow() > indexHeapLarge {
 		return func() {}
 	}
@@ -104,8 +101,11 @@ func heapNow() int64 {
 }
 
 // setGC sets the collector's GOGC and soft memory limit and returns what
-// restores them.
+// restores them. Left alone when the person set GOGC or GOMEMLIMIT.
 func setGC(percent int, limit int64) (restore func()) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
 	oldLimit := debug.SetMemoryLimit(limit)
 	oldPercent := debug.SetGCPercent(percent)
 	return func() {
@@ -123,12 +123,9 @@ func setGC(percent int, limit int64) (restore func()) {
 // higher GOGC under a soft memory limit lets the heap grow to what the
 // pass needs: a 10k pass collects once or not at all, and a 100k one,
 // whose heap the limit now bounds, peaks lower than with the default
-// in the same time. Left alone when the
-// person set GOGC or GOMEMLIMIT.
+// in the same time. Left alone when the person set GOGC or GOMEMLIMIT
+// (setGC).
 func relaxGC(logPath string) (restore func()) {
-	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
 	limit := int64(passHeapFloor)
 	if fi, err := os.Lstat(logPath); err == nil && fi.Size() < math.MaxInt64/passHeapPerLogHalfByte {
 		per := int64(passHeapPerLogHalfByte)
