@@ -19,7 +19,6 @@ import (
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/index"
 	"github.com/learnwatch/learnwatch/safefs"
-	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // EntriesFile is the knowledge entries' cache file in the cache directory.
@@ -76,15 +75,12 @@ func loadEntries(root string) ([]index.Entry, []string, error) {
 	return out, warn, nil
 }
 
-// cleanEntries returns entries as index.Parse makes them: the file is in
-// the clone, where anyone may have written it, so what the index prints
-// is made safe again (textsafe) and what Parse leaves unset is unset.
+// cleanEntries returns entries as index.Parse makes them (index.Clean):
+// the cache is in the clone, where anyone may have written it.
 func cleanEntries(entries []index.Entry) []index.Entry {
 	out := make([]index.Entry, len(entries))
 	for i, e := range entries {
-		out[i] = index.Entry{ID: textsafe.Line(e.ID, 0), Kind: e.Kind, Title: textsafe.Line(e.Title, 0),
-			Status: textsafe.Line(e.Status, 0), Area: textsafe.Line(e.Area, 0),
-			Score: 1, Source: e.Source, Text: e.Text}
+		out[i] = index.Clean(e)
 	}
 	return out
 }

@@ -114,11 +114,20 @@ func Parse(path string, src []byte) ([]Entry, error) {
 		if !s.Active() {
 			continue
 		}
-		out = append(out, Entry{ID: textsafe.Line(s.ID, 0), Kind: s.Kind, Title: textsafe.Line(s.Title, 0),
-			Status: textsafe.Line(s.Status, 0), Area: textsafe.Line(s.Area, 0),
-			Score: 1, Source: s.Source, Text: string(markdown.SectionText(src, s))})
+		out = append(out, Clean(Entry{ID: s.ID, Kind: s.Kind, Title: s.Title, Status: s.Status, Area: s.Area,
+			Source: s.Source, Text: string(markdown.SectionText(src, s))}))
 	}
 	return out, nil
+}
+
+// Clean returns e as Parse makes an entry: what the index prints of it
+// made safe (textsafe), score 1, and what Parse leaves unset unset. The
+// entries a cache kept of a file (the engine's) go through it again: the
+// cache is in the clone.
+func Clean(e Entry) Entry {
+	return Entry{ID: textsafe.Line(e.ID, 0), Kind: e.Kind, Title: textsafe.Line(e.Title, 0),
+		Status: textsafe.Line(e.Status, 0), Area: textsafe.Line(e.Area, 0),
+		Score: 1, Source: e.Source, Text: e.Text}
 }
 
 // Append appends a file's entries to out, numbering them (Order) after
