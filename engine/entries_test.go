@@ -14,6 +14,23 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
+// knowledgeRoot is a root whose memory holds decisions.md with the text
+// decisions.
+func knowledgeRoot(t testing.TB, decisions string) string {
+	t.Helper()
+	root := t.TempDir()
+	p := manifest.PathsFor(root)
+	if err := os.MkdirAll(filepath.Dir(p.Decisions), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.Decisions, []byte(decisions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+const sqliteADR = "# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"
+
 // The knowledge entries read through the cache are the entries parsed
 // from the files as they are, whatever happened to the files or to the
 // cache since it was written.
@@ -71,14 +88,7 @@ func TestEntriesCacheMatchesParse(t *testing.T) {
 // made safe again before the index prints it, and an answer it keeps for
 // the file's sum is the only one taken from it.
 func TestEntriesCachePlanted(t *testing.T) {
-	root := t.TempDir()
-	p := manifest.PathsFor(root)
-	if err := os.MkdirAll(filepath.Dir(p.Decisions), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p.Decisions, []byte("# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root := knowledgeRoot(t, sqliteADR)
 	if _, _, err := loadEntries(root); err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +122,8 @@ func TestEntriesCachePlanted(t *testing.T) {
 // for them, and a file whose sum the planted bytes do not hold has its
 // entries parsed.
 func FuzzEntriesCache(f *testing.F) {
-	root := f.TempDir()
+	root := knowledgeRoot(f, sqliteADR)
 	p := manifest.PathsFor(root)
-	if err := os.MkdirAll(filepath.Dir(p.Decisions), 0o755); err != nil {
-		f.Fatal(err)
-	}
-	if err := os.WriteFile(p.Decisions, []byte("# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"), 0o644); err != nil {
-		f.Fatal(err)
-	}
 	if err := os.WriteFile(p.Pitfalls, []byte("# Pitfalls\n\n## PF-001: Flaky clock\n"), 0o644); err != nil {
 		f.Fatal(err)
 	}
@@ -168,14 +172,7 @@ func FuzzEntriesCache(f *testing.F) {
 
 // A cache that cannot be written is a warning; the entries are the file's.
 func TestEntriesCacheNotWritten(t *testing.T) {
-	root := t.TempDir()
-	p := manifest.PathsFor(root)
-	if err := os.MkdirAll(filepath.Dir(p.Decisions), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p.Decisions, []byte("# Decisions\n\n## ADR-001: Use SQLite\n\n- **Status**: Accepted\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root := knowledgeRoot(t, sqliteADR)
 	if err := os.WriteFile(cachedir.Dir(root), []byte("not a directory"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,40 @@ import (
 // percent and limit read the collector's settings without changing them.
 func percent() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
 func limit() int64 { return debug.SetMemoryLimit(-1) }
+
+// sizeLog makes the file log size bytes long (none for a size < 0).
+func sizeLog(t *testing.T, log string, size int64) {
+	t.Helper()
+	if size < 0 {
+		os.Remove(log)
+		return
+	}
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(log, size); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkRelaxed runs relax on log and requires GOGC wantPercent and the
+// soft limit wantLimit while it holds — the settings as they were when
+// wantLimit is 0 (left alone) — and those settings back once restored.
+func checkRelaxed(t *testing.T, what string, relax func(string) func(), log string, wantPercent int, wantLimit int64) {
+	t.Helper()
+	p0, l0 := percent(), limit()
+	if wantLimit == 0 {
+		wantPercent, wantLimit = p0, l0
+	}
+	restore := relax(log)
+	if p, l := percent(), limit(); p != wantPercent || l != wantLimit {
+		t.Errorf("%s: GOGC %d, limit %d; want %d, %d", what, p, l, wantPercent, wantLimit)
+	}
+	restore()
+	if p, l := percent(), limit(); p != p0 || l != l0 {
+		t.Errorf("%s: not restored: GOGC %d, limit %d; want %d, %d", what, p, l, p0, l0)
+	}
+}
 
 func TestRelaxGC(t *testing.T) {
 	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
@@ -32,33 +67,13 @@ func TestRelaxGC(t *testing.T) {
 		if c.size >= manifest.ChunkedFrom && !manifest.ReadsChunked(c.size) {
 			c.want = c.size * passHeapPerLogHalfByte / 2
 		}
-		if c.size >= 0 {
-			if err := os.WriteFile(log, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(log, c.size); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p0, l0 := percent(), limit()
-		restore := relaxGC(log)
-		if p, l := percent(), limit(); p != passGCPercent || l != c.want {
-			t.Errorf("log of %d bytes: GOGC %d, limit %d; want %d, %d", c.size, p, l, passGCPercent, c.want)
-		}
-		restore()
-		if p, l := percent(), limit(); p != p0 || l != l0 {
-			t.Errorf("not restored: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
-		}
+		sizeLog(t, log, c.size)
+		checkRelaxed(t, fmt.Sprintf("log of %d bytes", c.size), relaxGC, log, passGCPercent, c.want)
 	}
 
 	// The person's own settings are left alone.
 	t.Setenv("GOGC", "50")
-	p0, l0 := percent(), limit()
-	restore := relaxGC(log)
-	if p, l := percent(), limit(); p != p0 || l != l0 {
-		t.Errorf("with GOGC set: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
-	}
-	restore()
+	checkRelaxed(t, "with GOGC set", relaxGC, log, 0, 0)
 }
 
 func TestRelaxIndexGC(t *testing.T) {
@@ -76,41 +91,17 @@ func TestRelaxIndexGC(t *testing.T) {
 		{1 << 20, indexHeapFloor},
 		{100 << 20, 100 << 20 * indexHeapPerLogQuarterByte / 4},
 	} {
-		if c.size >= 0 {
-			if err := os.WriteFile(log, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Truncate(log, c.size); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p0, l0 := percent(), limit()
-		restore := relaxIndexGC(log)
-		if p, l := percent(), limit(); p != indexGCPercent || l != c.want {
-			t.Errorf("log of %d bytes: GOGC %d, limit %d; want %d, %d", c.size, p, l, indexGCPercent, c.want)
-		}
-		restore()
-		if p, l := percent(), limit(); p != p0 || l != l0 {
-			t.Errorf("not restored: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
-		}
+		sizeLog(t, log, c.size)
+		checkRelaxed(t, fmt.Sprintf("log of %d bytes", c.size), relaxIndexGC, log, indexGCPercent, c.want)
 	}
 
 	// An index that starts from a large heap (its session's pass ran in
 	// full) leaves the collector alone.
 	held := make([]byte, 2*indexHeapLarge)
-	p0, l0 := percent(), limit()
-	restore := relaxIndexGC(log)
-	if p, l := percent(), limit(); p != p0 || l != l0 {
-		t.Errorf("from a heap of %d MB: GOGC %d, limit %d; want %d, %d", heapNow()>>20, p, l, p0, l0)
-	}
-	restore()
+	checkRelaxed(t, fmt.Sprintf("from a heap of %d MB", heapNow()>>20), relaxIndexGC, log, 0, 0)
 	runtime.KeepAlive(held)
 
 	// The person's own settings are left alone.
 	t.Setenv("GOGC", "50")
-	restore = relaxIndexGC(log)
-	if p, l := percent(), limit(); p != p0 || l != l0 {
-		t.Errorf("with GOGC set: GOGC %d, limit %d; want %d, %d", p, l, p0, l0)
-	}
-	restore()
+	checkRelaxed(t, "with GOGC set", relaxIndexGC, log, 0, 0)
 }
