@@ -1,0 +1,136 @@
+package gitrepo
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/learnwatch/learnwatch/safefs"
+)
+
+// MaxIndex bounds the index file IndexDigest decodes (git's index holds
+// about 100 bytes per tracked file: this is millions of files).
+const MaxIndex = 512 << 20
+
+// IndexDigest returns a digest of what the index file at path stages, the
+// file's own checksum (its last 20 bytes, hex: the SHA-1 of everything
+// before them, which git writes and go-git verifies) and the stat of the
+// file it decoded. The digest sums each entry's path, stage, mode, blob and
+// the flags git keeps with it (skip-worktree, intent-to-add), the cached
+// trees and the resolve-undo entries. The stat data git keeps per entry
+// (size, times, inode) is left out: `git status` rewrites the index with
+// new stat data whenever a file was touched, or a commit left racily clean
+// entries behind, and the digest stays the same while what the index
+// stages does. The file is opened without following a symlink, read at
+// most MaxIndex bytes, and decoded with go-git; an index go-git cannot
+// decode (a sparse or split index) is an error.
+func IndexDigest(path string) (digest, checksum string, fi fs.FileInfo, err error) {
+	f, err := safefs.Open(path)
+	if err != nil {
+		return "", "", nil, err
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return "", "", nil, err
+	}
+	if fi.Size() > MaxIndex {
+		return "", "", nil, safefs.TooLarge(path, fi.Size(), MaxIndex)
+	}
+	var idx index.Index
+	if err := index.NewDecoder(bufio.NewReader(io.LimitReader(f, fi.Size()))).Decode(&idx); err != nil {
+		return "", "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
+	}
+	// The checksum of the bytes decoded: go-git verified it against them.
+	var sum [20]byte
+	if _, err := f.ReadAt(sum[:], fi.Size()-int64(len(sum))); err != nil {
+		return "", "", nil, fmt.Errorf("read git index %s: %w", path, err)
+	}
+	return digestOf(&idx), hex.EncodeToString(sum[:]), fi, nil
+}
+
+// IndexChecksum returns the checksum of the index file at path (its last
+// 20 bytes, hex), read without decoding it — a file with the same
+// checksum has the same bytes — and the stat of the file read. "" when it
+// cannot be read or has none (too short, or all zeros: index.skipHash).
+func IndexChecksum(path string) (string, fs.FileInfo) {
+	f, err := safefs.Open(path)
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < 12+20 {
+		return "", nil
+	}
+	var sum [20]byte
+	if _, err := f.ReadAt(sum[:], fi.Size()-int64(len(sum))); err != nil || sum == [20]byte{} {
+		return "", nil
+	}
+	return hex.EncodeToString(sum[:]), fi
+}
+
+// digestOf sums what idx stages (IndexDigest), stat data left out.
+func digestOf(idx *index.Index) string {
+	h := sha256.New()
+	num := func(v uint64) {
+		var b [binary.MaxVarintLen64]byte
+		h.Write(b[:binary.PutUvarint(b[:], v)])
+	}
+	str := func(s string) {
+		num(uint64(len(s)))
+		io.WriteString(h, s)
+	}
+	flag := func(b bool) {
+		if b {
+			num(1)
+		} else {
+			num(0)
+		}
+	}
+	io.WriteString(h, "learnwatch index digest 1\x00")
+	num(uint64(idx.Version))
+	num(uint64(len(idx.Entries)))
+	for _, e := range idx.Entries {
+		str(e.Name)
+		h.Write(e.Hash[:])
+		num(uint64(e.Mode))
+		num(uint64(e.Stage))
+		flag(e.SkipWorktree)
+		flag(e.IntentToAdd)
+	}
+	if idx.Cache != nil {
+		num(uint64(len(idx.Cache.Entries)) + 1)
+		for _, e := range idx.Cache.Entries {
+			str(e.Path)
+			num(uint64(int64(e.Entries)))
+			num(uint64(int64(e.Trees)))
+			h.Write(e.Hash[:])
+		}
+	} else {
+		num(0)
+	}
+	if idx.ResolveUndo != nil {
+		num(uint64(len(idx.ResolveUndo.Entries)) + 1)
+		for _, e := range idx.ResolveUndo.Entries {
+			str(e.Path)
+			stages := slices.Sorted(maps.Keys(e.Stages))
+			num(uint64(len(stages)))
+			for _, s := range stages {
+				num(uint64(s))
+				id := e.Stages[s]
+				h.Write(id[:])
+			}
+		}
+	} else {
+		num(0)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

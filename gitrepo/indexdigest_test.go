@@ -1,0 +1,170 @@
+package gitrepo
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// digest is IndexDigest of dir's index, failing the test on an error; it
+// also checks the checksum against IndexChecksum's.
+func digest(t *testing.T, dir string) (d, sum string) {
+	t.Helper()
+	path := filepath.Join(dir, ".git", "index")
+	d, sum, fi, err := IndexDigest(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, gfi := IndexChecksum(path); got != sum || gfi == nil || gfi.Size() != fi.Size() {
+		t.Fatalf("IndexChecksum %q, IndexDigest's %q", got, sum)
+	}
+	return d, sum
+}
+
+// `git status` after a tracked file was touched rewrites the index with
+// new stat data: the file's bytes and checksum change, the digest does
+// not. Every change of what the index stages changes the digest.
+func TestIndexDigest(t *testing.T) {
+	dir := repo(t)
+	put := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d0, sum0 := digest(t, dir)
+	index := filepath.Join(dir, ".git", "index")
+	before, _ := os.ReadFile(index)
+	// Later than the index's own mtime, so the entry's stat is stale.
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(filepath.Join(dir, "a.txt"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "status", "--porcelain")
+	after, _ := os.ReadFile(index)
+	if bytes.Equal(before, after) {
+		t.Fatal("git status did not rewrite the index: the test proves nothing")
+	}
+	d1, sum1 := digest(t, dir)
+	if sum1 == sum0 || d1 != d0 {
+		t.Fatalf("after a stat-only rewrite: checksum %s → %s, digest %s → %s (want a new checksum, the same digest)", sum0, sum1, d0, d1)
+	}
+
+	seen := map[string]string{d0: "the commit"}
+	changes := []struct {
+		name string
+		do   func()
+	}{
+		{"a changed file staged", func() { put("a.txt", "changed\n"); git(t, dir, "add", "a.txt") }},
+		{"a new file staged", func() { put("c.txt", "c\n"); git(t, dir, "add", "c.txt") }},
+		{"a file made executable", func() { git(t, dir, "update-index", "--chmod=+x", "c.txt") }},
+		{"a file marked skip-worktree", func() { git(t, dir, "update-index", "--skip-worktree", "sub/b.txt") }},
+		{"intent to add", func() { put("d.txt", "d\n"); git(t, dir, "add", "-N", "d.txt") }},
+		{"a file removed from the index", func() { git(t, dir, "rm", "-q", "-f", "--cached", "c.txt") }},
+		{"the cached trees written", func() { git(t, dir, "write-tree") }},
+	}
+	for _, c := range changes {
+		c.do()
+		d, _ := digest(t, dir)
+		if was, ok := seen[d]; ok {
+			t.Fatalf("%s: the digest is the one of %s", c.name, was)
+		}
+		seen[d] = c.name
+	}
+}
+
+// A merge conflict's stages are part of what the index stages.
+func TestIndexDigestConflict(t *testing.T) {
+	dir := repo(t)
+	git(t, dir, "checkout", "-q", "-b", "other")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("other\n"), 0o644)
+	git(t, dir, "commit", "-qam", "other")
+	git(t, dir, "checkout", "-q", "main")
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("main\n"), 0o644)
+	git(t, dir, "commit", "-qam", "main")
+	d0, _ := digest(t, dir)
+	cmd := gitCmd(dir, "merge", "-q", "other")
+	if cmd.Run() == nil {
+		t.Fatal("the merge did not conflict")
+	}
+	d1, _ := digest(t, dir)
+	git(t, dir, "checkout", "--ours", "a.txt")
+	git(t, dir, "add", "a.txt") // resolved: the resolve-undo entry stays
+	d2, _ := digest(t, dir)
+	if d1 == d0 || d2 == d1 || d2 == d0 {
+		t.Fatalf("digests before, during and after the conflict: %s %s %s", d0, d1, d2)
+	}
+}
+
+// What is not an index git wrote is an error or no checksum, never a
+// digest: a symlink, a truncated or corrupted file.
+func TestIndexDigestRefuses(t *testing.T) {
+	dir := repo(t)
+	index := filepath.Join(dir, ".git", "index")
+	good, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "index")
+	cases := map[string]func(){
+		"a symlink": func() {
+			os.WriteFile(other, good, 0o644)
+			os.Remove(index)
+			os.Symlink(other, index)
+		},
+		"truncated": func() { os.WriteFile(index, good[:len(good)/2], 0o644) },
+		"a byte flipped": func() {
+			b := bytes.Clone(good)
+			b[len(b)/2] ^= 1
+			os.WriteFile(index, b, 0o644)
+		},
+		"empty": func() { os.WriteFile(index, nil, 0o644) },
+	}
+	for name, spoil := range cases {
+		t.Run(name, func(t *testing.T) {
+			os.Remove(index)
+			spoil()
+			if d, _, _, err := IndexDigest(index); err == nil {
+				t.Fatalf("digest %s of a spoilt index", d)
+			}
+			if name != "a byte flipped" && name != "truncated" {
+				if sum, _ := IndexChecksum(index); sum != "" {
+					t.Fatalf("checksum %s", sum)
+				}
+			}
+		})
+	}
+}
+
+// IndexDigest decodes what a clone holds: any bytes end in an error or a
+// digest, never a panic, and the same bytes give the same digest and the
+// checksum IndexChecksum reads.
+func FuzzIndexDigest(f *testing.F) {
+	dir := repo(f)
+	good, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:12])
+	f.Add([]byte("DIRC\x00\x00\x00\x02\x00\x00\x00\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "index")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, sum, _, err := IndexDigest(path)
+		if err != nil {
+			return
+		}
+		d2, sum2, _, err := IndexDigest(path)
+		if err != nil || d2 != d || sum2 != sum {
+			t.Fatalf("decoded twice: %s %s, then %s %s (%v)", d, sum, d2, sum2, err)
+		}
+		if got, _ := IndexChecksum(path); got != sum && sum != "0000000000000000000000000000000000000000" {
+			t.Fatalf("IndexChecksum %q, IndexDigest's %q", got, sum)
+		}
+	})
+}
