@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -49,8 +48,8 @@ const maxCache = 16 << 20
 //     run spends most of its time on;
 //   - per mode (HEAD, index), how every unique reference resolved, the
 //     line checks, and the Markdown paths of the tree, valid for one key — the mode, HEAD's
-//     commit, the index file's identity (its size and the SHA-1 git writes
-//     at its end over its whole content), the root's prefix, the rename
+//     commit, the index's identity (what it stages: IndexIdentity), the
+//     root's prefix, the rename
 //     depth and ignore list — and the contents of the ignore files read
 //     (compared again before the outcomes are used);
 //   - the deletions found in HEAD's history (History), keyed on HEAD and
@@ -343,29 +342,6 @@ func (c *Checker) extract(k [32]byte, f func() []Ref) []Ref {
 	return refs
 }
 
-// indexIdentity identifies the index file git would commit: its size and
-// the trailing SHA-1 git computes over its content. "" when it has none
-// (index.skipHash) or cannot be read; "absent" when there is no index.
-func indexIdentity(name string) string {
-	f, err := os.Open(name)
-	if errors.Is(err, os.ErrNotExist) {
-		return "absent"
-	}
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() < 12+20 {
-		return ""
-	}
-	var sum [20]byte
-	if _, err := f.ReadAt(sum[:], fi.Size()-20); err != nil || sum == [20]byte{} {
-		return ""
-	}
-	return fmt.Sprintf("%d:%x", fi.Size(), sum)
-}
-
 // checkoutIdentity names the checkout a cache was written for: the root
 // and, in git ("" outside), the worktree's git directory and the common
 // one when it is another (localIdentity).
@@ -382,7 +358,7 @@ func checkoutIdentity(root, gitDir, commonDir string) string {
 
 // treeKey is what a resolution against git's trees depends on besides the
 // ignore files read: the mode, HEAD's commit, the index's identity
-// (indexIdentity), the root's prefix, the rename depth and the ignore list.
+// (IndexIdentity), the root's prefix, the rename depth and the ignore list.
 func treeKey(mode Mode, head plumbing.Hash, index, prefix string, depth int, ignore []string) string {
 	return fmt.Sprintf("%d\x00%s\x00%s\x00%s\x00%d\x00%q", mode, head, index, prefix, depth, ignore)
 }
@@ -429,7 +405,7 @@ func (c *Checker) loadCache() {
 	if c.repo != nil && c.head != nil {
 		var headHash plumbing.Hash = c.head.Hash
 		c.dep(c.indexFile())
-		if id := indexIdentity(c.indexFile()); id != "" {
+		if id := indexIdentity(c.root, c.indexFile(), c.mode != PreCommit); id != "" {
 			c.cache.treeKey = treeKey(c.mode, headHash, id, c.prefix, c.depth, c.ignore)
 		}
 	}

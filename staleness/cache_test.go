@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
@@ -265,7 +266,7 @@ func cacheProperty(t *testing.T, seed int64, steps, depth int) {
 	}
 	for step := 0; step < steps; step++ {
 		var what string
-		switch op := rng.Intn(9); op {
+		switch op := rng.Intn(10); op {
 		case 0: // rename and commit
 			i := rng.Intn(len(files))
 			to := newName()
@@ -338,6 +339,14 @@ func cacheProperty(t *testing.T, seed int64, steps, depth int) {
 			r.git("add", p)
 			files = append(files, p)
 			what = "stage new " + p
+		case 9: // a file touched, git status: the index's stat data only
+			p := files[rng.Intn(len(files))]
+			later := time.Now().Add(time.Duration(1+step) * time.Second)
+			if err := os.Chtimes(filepath.Join(r.dir, p), later, later); err != nil {
+				continue // removed from the work tree by a step
+			}
+			r.git("status", "--porcelain")
+			what = "touch " + p + ", git status"
 		}
 		log := manifest.ParseLog([]byte(strings.Join(obs, "\n") + "\n"))
 		for _, mode := range []Mode{Auto, Staged} {

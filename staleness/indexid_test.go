@@ -1,0 +1,140 @@
+package staleness
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/config"
+)
+
+// refreshIndex touches file (later than the index) and runs git status,
+// which rewrites the index with the file's new stat and nothing else; it
+// fails the test when the index's bytes did not change.
+func refreshIndex(t *testing.T, r *gitRepo, file string) {
+	t.Helper()
+	index := filepath.Join(r.dir, ".git", "index")
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(filepath.Join(r.dir, file), later, later); err != nil {
+		t.Fatal(err)
+	}
+	r.git("status", "--porcelain")
+	if after, _ := os.ReadFile(index); bytes.Equal(before, after) {
+		t.Fatal("git status did not rewrite the index: the test proves nothing")
+	}
+}
+
+// The index's identity is what it stages: the same after git status
+// rewrote its stat data, another after git add. It is kept with the
+// index's checksum, and a kept one is believed only for that checksum.
+func TestIndexIdentity(t *testing.T) {
+	r := newRepo(t)
+	index := filepath.Join(r.dir, ".git", "index")
+	if id := indexIdentity(r.dir, index, true); id != "absent" {
+		t.Fatalf("no index yet: %q", id)
+	}
+	r.write("src/a.go", "package src\n")
+	r.write("docs/b.md", "# b\n")
+	r.commit("one")
+	indexIdentity(r.dir, index, true)
+	if _, err := os.Lstat(filepath.Join(r.dir, ".memory")); err == nil {
+		t.Fatal("a memory directory was made for the digest")
+	}
+	os.MkdirAll(filepath.Join(r.dir, ".memory"), 0o755)
+	indexIdentity(r.dir, index, false)
+	if _, err := os.Lstat(cachedir.Path(r.dir, IndexDigestFile)); err == nil {
+		t.Fatal("a run that keeps nothing kept the digest")
+	}
+	id0 := indexIdentity(r.dir, index, true)
+	if !strings.HasPrefix(id0, "staged:") {
+		t.Fatalf("identity %q", id0)
+	}
+	var m indexMemo
+	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || "staged:"+m.Digest != id0 {
+		t.Fatalf("the digest was not kept: %+v", m)
+	}
+
+	refreshIndex(t, r, "docs/b.md")
+	if id := indexIdentity(r.dir, index, true); id != id0 {
+		t.Fatalf("after a stat-only rewrite: %q, was %q", id, id0)
+	}
+
+	// A kept digest is believed for its checksum only.
+	sum, _ := indexChecksum(t, index)
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: strings.Repeat("0", 39) + "1", Digest: "planted"})
+	if id := indexIdentity(r.dir, index, true); id != id0 {
+		t.Fatalf("a digest kept for another checksum was believed: %q", id)
+	}
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digest: "kept"})
+	if id := indexIdentity(r.dir, index, true); id != "staged:kept" {
+		t.Fatalf("the kept digest of this checksum was not used: %q", id)
+	}
+	os.WriteFile(cachedir.Path(r.dir, IndexDigestFile), []byte(indexMemoMagic+"\x03\xff"), 0o644)
+	if id := indexIdentity(r.dir, index, true); id != id0 {
+		t.Fatalf("with the kept digest corrupt: %q", id)
+	}
+
+	r.write("src/c.go", "package src\n")
+	r.git("add", "src/c.go")
+	if id := indexIdentity(r.dir, index, true); id == id0 || !strings.HasPrefix(id, "staged:") {
+		t.Fatalf("after git add: %q, was %q", id, id0)
+	}
+}
+
+func indexChecksum(t *testing.T, index string) (string, []byte) {
+	t.Helper()
+	b, err := os.ReadFile(index)
+	if err != nil || len(b) < 32 {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[len(b)-20:]), b
+}
+
+// An index go-git cannot decode (here, a mandatory extension it does not
+// know, as a sparse index has) is identified by its size and checksum,
+// as before there were digests: a change of its bytes changes it.
+func TestIndexIdentityUndecodable(t *testing.T) {
+	r := newRepo(t)
+	r.write("a.go", "package a\n")
+	r.commit("one")
+	index := filepath.Join(r.dir, ".git", "index")
+	_, b := indexChecksum(t, index)
+	body := append(bytes.Clone(b[:len(b)-20]), "sdir"...)
+	body = binary.BigEndian.AppendUint32(body, 0)
+	sum := sha1.Sum(body)
+	if err := os.WriteFile(index, append(body, sum[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if id, want := indexIdentity(r.dir, index, true), fmt.Sprintf("%d:%x", len(body)+len(sum), sum); id != want {
+		t.Fatalf("identity %q, want %q", id, want)
+	}
+}
+
+// The session's stale marks outlive git status: the answer cached before
+// the index was rewritten with new stat data is still the answer (the
+// planted one is believed, as with nothing changed).
+func TestEntryMarksAfterIndexRefresh(t *testing.T) {
+	cfg := config.Default().Staleness
+	r, ids, refs := marksRepo(t)
+	if got := entryMarks(t, r.dir, cfg, ids, refs); !reflect.DeepEqual(got, wantMarks) {
+		t.Fatalf("marks %v, want %v", got, wantMarks)
+	}
+	plant(t, r.dir)
+	refreshIndex(t, r, "docs/b.md")
+	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("computed again after git status: %v", got)
+	}
+}
