@@ -43,13 +43,14 @@ import (
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/parallel"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // ReplayFile is the pass replay's file in the cache directory.
 const ReplayFile = "pass.replay"
 
 // replayMagic starts the file; another version is ignored.
-const replayMagic = "learnwatch pass replay 4\n"
+const replayMagic = "learnwatch pass replay 5\n"
 
 // maxReplay bounds the file read.
 const maxReplay = 64 << 20
@@ -113,6 +114,12 @@ type replayRecord struct {
 	// heal.Result.Withheld: a record whose pass left changes for a
 	// person's pass answers only passes that would leave them too.
 	MarkTracked, Withheld bool
+	// Index is git's index among Paths, and IndexID what it staged when
+	// its recorded stat was taken (staleness.IndexIdentity): an index
+	// rewritten with new stat data only (`git status` refreshing it)
+	// changes no answer of the pass (indexRefreshed). Both "" when the
+	// pass did not depend on the index.
+	Index, IndexID string
 }
 
 // replayable reports whether a pass p may be answered by a replay or
@@ -192,6 +199,7 @@ type diskRecord struct {
 	GitAsked  bool
 
 	MarkTracked, Withheld bool
+	Index, IndexID        string
 }
 
 const flatWidth = 5
@@ -219,7 +227,8 @@ func splitNUL(s string) ([]string, bool) {
 
 func toDisk(r *replayRecord) diskRecord {
 	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept), GitAsked: r.GitAsked,
-		MarkTracked: r.MarkTracked, Withheld: r.Withheld, Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
+		MarkTracked: r.MarkTracked, Withheld: r.Withheld, Index: r.Index, IndexID: r.IndexID,
+		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
 	for i, s := range r.Stats {
 		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
 		if s.Names != ([32]byte{}) {
@@ -237,7 +246,7 @@ func fromDisk(d diskRecord) (*replayRecord, bool) {
 		return nil, false
 	}
 	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept, GitAsked: d.GitAsked,
-		MarkTracked: d.MarkTracked, Withheld: d.Withheld, Stats: make([]depStat, n)}
+		MarkTracked: d.MarkTracked, Withheld: d.Withheld, Index: d.Index, IndexID: d.IndexID, Stats: make([]depStat, n)}
 	for i := range r.Stats {
 		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
 		r.Stats[i] = depStat{Stat: statcache.Stat{Size: f[0], Mtime: f[1], Ctime: f[2], Ino: uint64(f[3])}, Type: uint32(f[4])}
@@ -386,6 +395,16 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	}
 	start.rec, start.stats = rec, statsNow(rec)
 	changed := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
+	// git status (and any git command that refreshes the index) rewrites
+	// the index with new stat data when files were touched: when that is
+	// the only change, what the index stages is compared. The record is
+	// not written again (a replay writes nothing): the index's identity
+	// is kept with its checksum (staleness.IndexDigestFile), and the next
+	// check reads that instead of decoding the index again.
+	refreshed := len(changed) == 1 && indexRefreshed(e.root, rec, changed[0], start.stats[changed[0]])
+	if refreshed {
+		changed = nil
+	}
 	// A git hook's pass is not run when only git's own files moved,
 	// unless the record's answers came from git.
 	afterGit := p.AfterGit && !rec.GitAsked
@@ -424,6 +443,9 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 		return heal.Result{}, false, start
 	}
 	res.Kept = rec.Kept
+	if refreshed {
+		e.log.Debug("pass replayed: git's index was rewritten, what it stages was not")
+	}
 	return res, true, start
 }
 
@@ -560,6 +582,7 @@ func (e *Engine) recordReplay(key string, p Pass, res heal.Result, start *replay
 	}
 	rec.GitAsked = res.GitAsked
 	rec.MarkTracked, rec.Withheld = p.MarkTracked, res.Withheld
+	noteIndex(e.root, &rec, start.rec)
 	mode := statcache.ModeOf(e.cfg.Engine.CheckStat)
 	wait := quiet(mode)
 	if e.replayQuiet > 0 {
@@ -655,4 +678,54 @@ func recent(s statcache.Stat, ns int64, mode statcache.Mode) bool {
 		return s.Ctime >= ns
 	}
 	return s.Mtime >= ns || s.Ctime >= ns
+}
+
+// indexPath is the index file of the worktree at root, the one a pass's
+// git answers and its staleness pass read: "" outside git, or when
+// GIT_INDEX_FILE names another (a commit's temporary index, whose record
+// is never compared with a later index).
+func indexPath(root string) string {
+	if os.Getenv("GIT_INDEX_FILE") != "" {
+		return ""
+	}
+	gitDir, err := gitrepo.GitDir(root)
+	if err != nil || gitDir == "" {
+		return ""
+	}
+	return filepath.Join(gitDir, "index")
+}
+
+// noteIndex sets rec.Index and rec.IndexID, rec's stats being taken:
+// what the index file whose stat is the one recorded stages, taken from
+// last (the record the pass started from) when it recorded the same stat.
+// An index that is not among rec's paths, or was replaced since its stat
+// was taken, leaves both "": a change of its stat then runs a full pass.
+func noteIndex(root string, rec, last *replayRecord) {
+	path := indexPath(root)
+	i, ok := slices.BinarySearch(rec.Paths, path)
+	if path == "" || !ok || rec.Kinds[i] == depList || rec.Kinds[i] == depWay || rec.Stats[i].Type == 0 {
+		return
+	}
+	if last != nil && last.Index == path && last.IndexID != "" {
+		if j, ok := slices.BinarySearch(last.Paths, path); ok && last.Stats[j] == rec.Stats[i] {
+			rec.Index, rec.IndexID = path, last.IndexID
+			return
+		}
+	}
+	if id, fi := staleness.IndexIdentity(root, path); id != "" && fi != nil && statcache.StatOf(fi) == rec.Stats[i].Stat {
+		rec.Index, rec.IndexID = path, id
+	}
+}
+
+// indexRefreshed reports whether the changed path at i of rec is its index
+// (noteIndex) rewritten with nothing it stages changed: the file whose
+// stat is now (the stat the replay check compared) has the recorded
+// identity. Git writes the index by a rename, never in place: the file
+// read is the one whose stat was taken, or the stats differ.
+func indexRefreshed(root string, rec *replayRecord, i int, now depStat) bool {
+	if rec.IndexID == "" || rec.Paths[i] != rec.Index || now.Type == 0 {
+		return false
+	}
+	id, fi := staleness.IndexIdentity(root, rec.Index)
+	return fi != nil && statcache.StatOf(fi) == now.Stat && id == rec.IndexID
 }

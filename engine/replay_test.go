@@ -554,7 +554,7 @@ func TestReplayGitProperty(t *testing.T) {
 			for i := range 30 {
 				rel := arts[rng.IntN(len(arts))]
 				var what string
-				switch op := rng.IntN(10); op {
+				switch op := rng.IntN(11); op {
 				case 0, 1:
 					to := map[string]string{"main": "feat", "feat": "main"}[branch]
 					tw.gitBoth("checkout", "-q", to)
@@ -590,6 +590,11 @@ func TestReplayGitProperty(t *testing.T) {
 					}
 				case 7, 8:
 					what = tw.personOp(rng.IntN(3), rel, i, saved)
+				case 9:
+					// The index rewritten with new stat data only.
+					what = "notes.txt touched, git status"
+					later := time.Now().Add(time.Duration(2+i) * time.Second)
+					tw.do(func(root string) { gitStatusRefresh(t, root, "notes.txt", later) })
 				default:
 					what = "nothing"
 				}
@@ -627,13 +632,15 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 
 // gitAbsentTwin makes both roots git repositories whose artifacts were
 // committed on a branch "feat" only, .memory gitignored, main checked
-// out: every artifact is absent. It returns feat's commit.
+// out: every artifact is absent. It returns feat's commit. Both branches
+// track notes.txt, which no pass reads.
 func gitAbsentTwin(t *testing.T, tw *twin) string {
 	t.Helper()
 	tw.do(func(root string) {
 		putFile(t, root, ".gitignore", ".memory/\n")
+		putFile(t, root, "notes.txt", "notes\n")
 		gitRun(t, root, "init", "-q", "-b", "main")
-		gitRun(t, root, "add", ".gitignore")
+		gitRun(t, root, "add", ".gitignore", "notes.txt")
 		gitRun(t, root, "commit", "-q", "-m", "base")
 		gitRun(t, root, "checkout", "-q", "-b", "feat")
 		gitRun(t, root, "add", "-A")
@@ -827,4 +834,61 @@ func TestReplayKindsProperty(t *testing.T) {
 	if crossed == 0 || withheld == 0 {
 		t.Fatalf("replays across kinds %d, records left for the command and not replayed %d: want both", crossed, withheld)
 	}
+}
+
+// gitStatusRefresh touches file in root (later than the index) and runs
+// git status, which rewrites the index with the file's new stat and
+// nothing else; it fails the test when the index did not change.
+func gitStatusRefresh(t *testing.T, root, file string, later time.Time) {
+	t.Helper()
+	index := filepath.Join(root, ".git", "index")
+	before, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(root, file), later, later); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, root, "status", "--porcelain")
+	if after, _ := os.ReadFile(index); bytes.Equal(before, after) {
+		t.Fatal("git status did not rewrite the index: the test proves nothing")
+	}
+}
+
+// git status rewrites the index with new stat data when a tracked file
+// was touched (and after most commits): what the index stages is the
+// same, and the pass is replayed — every time, the record left as it
+// was. A change to what it stages runs a full pass.
+func TestReplayAfterIndexRefresh(t *testing.T) {
+	tw := newTwin(t, "")
+	gitTwin(t, tw)
+	settle(t, tw)
+	record, err := os.ReadFile(cachedir.Path(tw.a, ReplayFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		later := time.Now().Add(time.Duration(2+i) * time.Second)
+		tw.do(func(root string) { gitStatusRefresh(t, root, "src/store.go", later) })
+		before := tw.replays
+		tw.reconcile(fmt.Sprintf("git status %d", i))
+		if tw.replays != before+1 {
+			t.Fatalf("git status %d: the pass was not replayed", i)
+		}
+	}
+	if now, _ := os.ReadFile(cachedir.Path(tw.a, ReplayFile)); !bytes.Equal(now, record) {
+		t.Fatal("a replay wrote the record")
+	}
+	notReplayed(t, tw, "a new file staged", func(root string) {
+		putFile(t, root, "src/new.go", "package src\n")
+		gitRun(t, root, "add", "src/new.go")
+	})
+	settle(t, tw)
+	notReplayed(t, tw, "a file marked skip-worktree", func(root string) {
+		gitRun(t, root, "update-index", "--skip-worktree", "src/cache.go")
+	})
+	settle(t, tw)
+	notReplayed(t, tw, "the index removed", func(root string) {
+		os.Remove(filepath.Join(root, ".git", "index"))
+	})
 }
