@@ -118,14 +118,7 @@ func engineRows(bin, tmp string) {
 			check(copyTree(clean, dir))
 			retarget(dir, clean)
 			if inGit {
-				for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.email=bench@example.com", "-c", "user.name=bench", "commit", "-qm", "memory"}} {
-					c := exec.Command("git", args...)
-					c.Dir = dir
-					if out, err := c.CombinedOutput(); err != nil {
-						fmt.Fprintf(os.Stderr, "figures: git %v: %v\n%s", args, err, out)
-						os.Exit(1)
-					}
-				}
+				commitAll(dir)
 			}
 			settle(bin, dir)
 			for i, p := range arts[:300] {

@@ -60,6 +60,11 @@ func main() {
 	hook := timeCmdStdin(`{"hook_event_name":"SessionStart","cwd":"`+dir+`"}`, bin, "hook", "session-start")
 	bare := timeCmd(bin, "version")
 	row("session-start hook (reconcile + index), same fixture, settled", hook, "bare start (`learnwatch version`)", bare)
+	gitDir := filepath.Join(tmp, "fx10k-git")
+	check(fixture.Generate(gitDir, fixture.Spec{Observations: 10000, Artifacts: 2000, Entries: 200, Seed: 1}))
+	commitAll(gitDir)
+	row("session-start hook, same fixture committed in a git repository, each right after `git status` rewrote the index with new stat data (a tracked file touched)",
+		afterGitStatus(bin, gitDir), "bare start (`learnwatch version`)", bare)
 
 	for _, extra := range extraFigures {
 		extra(bin, tmp)
@@ -112,6 +117,23 @@ func timeCmd(name string, args ...string) time.Duration { return timeCmdStdin(""
 // in full, with the stat cache, on inputs that did not change.
 func timeTouched(file, name string, args ...string) time.Duration {
 	return timeCmd("sh", append([]string{"-c", `touch "$0"; exec "$@"`, file, name}, args...)...)
+}
+
+// gitIn runs git in dir as a bench user; a failure ends the program.
+func gitIn(dir string, args ...string) {
+	c := exec.Command("git", append([]string{"-c", "user.email=bench@example.com", "-c", "user.name=bench"}, args...)...)
+	c.Dir = dir
+	if out, err := c.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "figures: git %v: %v\n%s", args, err, out)
+		os.Exit(1)
+	}
+}
+
+// commitAll makes dir a git repository with one commit of everything.
+func commitAll(dir string) {
+	gitIn(dir, "init", "-q")
+	gitIn(dir, "add", "-A")
+	gitIn(dir, "commit", "-qm", "memory")
 }
 
 // settle brings the memory at dir to the state it has between sessions:
