@@ -395,19 +395,21 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	}
 	start.rec, start.stats = rec, statsNow(rec)
 	changed := changedAt(rec, start.stats, statcache.ModeOf(e.cfg.Engine.CheckStat))
-	// git status (and any git command that refreshes the index) rewrites
-	// the index with new stat data when files were touched: when that is
-	// the only change, what the index stages is compared. The record is
-	// not written again (a replay writes nothing): the index's identity
-	// is kept with its checksum (staleness.IndexDigestFile), and the next
-	// check reads that instead of decoding the index again.
-	refreshed := len(changed) == 1 && indexRefreshed(e.root, rec, changed[0], start.stats[changed[0]])
-	if refreshed {
-		changed = nil
-	}
 	// A git hook's pass is not run when only git's own files moved,
 	// unless the record's answers came from git.
 	afterGit := p.AfterGit && !rec.GitAsked
+	// git status (and any git command that refreshes the index) rewrites
+	// the index with new stat data when files were touched: when that is
+	// the only change, what the index stages is compared (a git hook's
+	// pass that is not run anyway does not read it). The record is not
+	// written again, nor the identity kept (a replay writes nothing): the
+	// session index right after a replay keeps it with the index's
+	// checksum (staleness.IndexDigestFile), as every full pass does, and
+	// the next check reads that instead of decoding the index.
+	refreshed := len(changed) == 1 && !afterGit && indexRefreshed(e.root, rec, changed[0], start.stats[changed[0]])
+	if refreshed {
+		changed = nil
+	}
 	if len(changed) > 0 && !afterGit {
 		e.log.Debug("pass replay: input changed", "path", rec.Paths[changed[0]])
 		return heal.Result{}, false, start
@@ -712,7 +714,7 @@ func noteIndex(root string, rec, last *replayRecord) {
 			return
 		}
 	}
-	if id, fi := staleness.IndexIdentity(root, path); id != "" && fi != nil && statcache.StatOf(fi) == rec.Stats[i].Stat {
+	if id, fi := staleness.IndexIdentity(root, path, true); id != "" && fi != nil && statcache.StatOf(fi) == rec.Stats[i].Stat {
 		rec.Index, rec.IndexID = path, id
 	}
 }
@@ -726,6 +728,6 @@ func indexRefreshed(root string, rec *replayRecord, i int, now depStat) bool {
 	if rec.IndexID == "" || rec.Paths[i] != rec.Index || now.Type == 0 {
 		return false
 	}
-	id, fi := staleness.IndexIdentity(root, rec.Index)
+	id, fi := staleness.IndexIdentity(root, rec.Index, false) // a replay writes nothing
 	return fi != nil && statcache.StatOf(fi) == now.Stat && id == rec.IndexID
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // settle reconciles tw until A's engine replays a pass (the record is
@@ -867,6 +868,10 @@ func TestReplayAfterIndexRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	memo, err := os.ReadFile(cachedir.Path(tw.a, staleness.IndexDigestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 3 {
 		later := time.Now().Add(time.Duration(2+i) * time.Second)
 		tw.do(func(root string) { gitStatusRefresh(t, root, "src/store.go", later) })
@@ -878,6 +883,9 @@ func TestReplayAfterIndexRefresh(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(cachedir.Path(tw.a, ReplayFile)); !bytes.Equal(now, record) {
 		t.Fatal("a replay wrote the record")
+	}
+	if now, _ := os.ReadFile(cachedir.Path(tw.a, staleness.IndexDigestFile)); !bytes.Equal(now, memo) {
+		t.Fatal("a replay kept the index's identity")
 	}
 	notReplayed(t, tw, "a new file staged", func(root string) {
 		putFile(t, root, "src/new.go", "package src\n")

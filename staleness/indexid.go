@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/gitrepo"
@@ -40,24 +41,15 @@ type indexMemo struct {
 // it, at the cost of a first pass. root is the memory whose cache
 // directory keeps the digest with the index's checksum (IndexDigestFile):
 // an index with the same checksum has the same bytes, and is not decoded
-// again. An index go-git cannot decode is identified by its size and
-// checksum, which change with its stat data. The identity is "" when the
-// index has no checksum (index.skipHash) or cannot be read, "absent" when
-// there is none; fi is the stat of the file whose checksum was read (nil
-// when none was).
-func IndexIdentity(root, name string) (id string, fi fs.FileInfo) {
-	return indexIdentityOf(root, name, true)
-}
-
-// indexIdentity is IndexIdentity's identity alone, the digest kept when
-// keep is set (a run that writes nothing, the pre-commit check's, reads a
-// kept one but keeps none).
-func indexIdentity(root, name string, keep bool) string {
-	id, _ := indexIdentityOf(root, name, keep)
-	return id
-}
-
-func indexIdentityOf(root, name string, keep bool) (id string, fi fs.FileInfo) {
+// again. keep says whether a digest computed now may be kept there (a
+// run that writes nothing — a replayed pass, the pre-commit check —
+// reads a kept one but keeps none; the process remembers the last one
+// it computed, for the next call). An index go-git cannot decode is
+// identified by its size and checksum, which change with its stat data.
+// The identity is "" when the index has no checksum (index.skipHash) or
+// cannot be read, "absent" when there is none; fi is the stat of the file
+// whose checksum was read (nil when none was).
+func IndexIdentity(root, name string, keep bool) (id string, fi fs.FileInfo) {
 	sum, fi := gitrepo.IndexChecksum(name)
 	if sum == "" {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
@@ -69,16 +61,51 @@ func indexIdentityOf(root, name string, keep bool) (id string, fi fs.FileInfo) {
 	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Digest != "" {
 		return "staged:" + m.Digest, fi
 	}
-	digest, checksum, dfi, err := gitrepo.IndexDigest(name)
-	if err != nil || checksum != sum {
-		// Not decoded, or replaced since its checksum was read.
-		return fmt.Sprintf("%d:%s", fi.Size(), sum), fi
+	m, ok := lastDigest.of(sum)
+	if !ok {
+		digest, checksum, dfi, err := gitrepo.IndexDigest(name)
+		if err != nil || checksum != sum {
+			// Not decoded, or replaced since its checksum was read.
+			return fmt.Sprintf("%d:%s", fi.Size(), sum), fi
+		}
+		m, fi = indexMemo{Checksum: checksum, Digest: digest}, dfi
+		lastDigest.set(m)
 	}
 	// Disposable: not written (a read-only memory), the index is decoded
 	// again next time. None is kept without a memory directory: none is
 	// made for it.
 	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil && keep {
-		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: checksum, Digest: digest})
+		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &m)
 	}
-	return "staged:" + digest, dfi
+	return "staged:" + m.Digest, fi
+}
+
+// indexIdentity is IndexIdentity's identity alone.
+func indexIdentity(root, name string, keep bool) string {
+	id, _ := IndexIdentity(root, name, keep)
+	return id
+}
+
+// lastDigest is the last index digest this process computed: a session
+// start's replay check, which keeps none, decodes the index, and the
+// session index's stale marks right after it take the same digest
+// instead of decoding it again (45 ms at 50,000 files). A digest is a
+// function of the index's bytes, named by their checksum.
+var lastDigest digestMemo
+
+type digestMemo struct {
+	mu sync.Mutex
+	m  indexMemo
+}
+
+func (d *digestMemo) of(checksum string) (indexMemo, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.m, d.m.Checksum == checksum && d.m.Digest != ""
+}
+
+func (d *digestMemo) set(m indexMemo) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.m = m
 }
