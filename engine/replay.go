@@ -114,11 +114,12 @@ type replayRecord struct {
 	// heal.Result.Withheld: a record whose pass left changes for a
 	// person's pass answers only passes that would leave them too.
 	MarkTracked, Withheld bool
-	// Index is git's index among Paths, and IndexID what it staged when
-	// its recorded stat was taken (staleness.IndexIdentity): an index
-	// rewritten with new stat data only (`git status` refreshing it)
-	// changes no answer of the pass (indexRefreshed). Both "" when the
-	// pass did not depend on the index.
+	// Index is git's index among Paths, and IndexID its identity when its
+	// recorded stat was taken (staleness.IndexIdentity; indexID): an
+	// index rewritten with new stat data only (`git status` refreshing
+	// it), or for a pass that did not ask git with other blobs staged
+	// under the same names, changes no answer of the pass
+	// (indexRefreshed). Both "" when the pass did not depend on the index.
 	Index, IndexID string
 }
 
@@ -708,26 +709,39 @@ func noteIndex(root string, rec, last *replayRecord) {
 	if path == "" || !ok || rec.Kinds[i] == depList || rec.Kinds[i] == depWay || rec.Stats[i].Type == 0 {
 		return
 	}
-	if last != nil && last.Index == path && last.IndexID != "" {
+	if last != nil && last.Index == path && last.IndexID != "" && last.GitAsked == rec.GitAsked {
 		if j, ok := slices.BinarySearch(last.Paths, path); ok && last.Stats[j] == rec.Stats[i] {
 			rec.Index, rec.IndexID = path, last.IndexID
 			return
 		}
 	}
-	if id, fi := staleness.IndexIdentity(root, path, true); id != "" && fi != nil && statcache.StatOf(fi) == rec.Stats[i].Stat {
-		rec.Index, rec.IndexID = path, id
+	if id, fi := staleness.IndexIdentity(root, path, true); rec.indexID(id) != "" && fi != nil && statcache.StatOf(fi) == rec.Stats[i].Stat {
+		rec.Index, rec.IndexID = path, rec.indexID(id)
 	}
 }
 
+// indexID is the part of an index's identity rec's pass depended on: a
+// pass that asked git about an artifact read the index's blobs and flags
+// (is a deleted file still staged, which sections does its staged version
+// hold); any other read at most the names it holds (the staleness pass
+// against HEAD lists the tracked files from it, and whether the log or
+// the manifest is tracked decides what a hook's pass withholds).
+func (rec *replayRecord) indexID(id staleness.IndexID) string {
+	if rec.GitAsked {
+		return id.Staged
+	}
+	return id.Names
+}
+
 // indexRefreshed reports whether the changed path at i of rec is its index
-// (noteIndex) rewritten with nothing it stages changed: the file whose
-// stat is now (the stat the replay check compared) has the recorded
-// identity. Git writes the index by a rename, never in place: the file
+// (noteIndex) rewritten with nothing changed that rec's pass read of it:
+// the file whose stat is now (the stat the replay check compared) has the
+// recorded identity. Git writes the index by a rename, never in place: the file
 // read is the one whose stat was taken, or the stats differ.
 func indexRefreshed(root string, rec *replayRecord, i int, now depStat) bool {
 	if rec.IndexID == "" || rec.Paths[i] != rec.Index || now.Type == 0 {
 		return false
 	}
 	id, fi := staleness.IndexIdentity(root, rec.Index, false) // a replay writes nothing
-	return fi != nil && statcache.StatOf(fi) == now.Stat && id == rec.IndexID
+	return fi != nil && statcache.StatOf(fi) == now.Stat && rec.indexID(id) == rec.IndexID
 }

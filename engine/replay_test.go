@@ -592,10 +592,19 @@ func TestReplayGitProperty(t *testing.T) {
 				case 7, 8:
 					what = tw.personOp(rng.IntN(3), rel, i, saved)
 				case 9:
-					// The index rewritten with new stat data only.
-					what = "notes.txt touched, git status"
-					later := time.Now().Add(time.Duration(2+i) * time.Second)
-					tw.do(func(root string) { gitStatusRefresh(t, root, "notes.txt", later) })
+					// The index rewritten with new stat data only, or
+					// another blob staged under the same name.
+					if rng.IntN(2) == 0 {
+						what = "notes.txt touched, git status"
+						later := time.Now().Add(time.Duration(2+i) * time.Second)
+						tw.do(func(root string) { gitStatusRefresh(t, root, "notes.txt", later) })
+					} else {
+						what = "notes.txt changed and staged"
+						tw.do(func(root string) {
+							putFile(t, root, "notes.txt", fmt.Sprintf("notes %d\n", i))
+							gitRun(t, root, "add", "notes.txt")
+						})
+					}
 				default:
 					what = "nothing"
 				}
@@ -859,7 +868,9 @@ func gitStatusRefresh(t *testing.T, root, file string, later time.Time) {
 // git status rewrites the index with new stat data when a tracked file
 // was touched (and after most commits): what the index stages is the
 // same, and the pass is replayed — every time, the record left as it
-// was. A change to what it stages runs a full pass.
+// was. So is it after git add of a changed file, a skip-worktree bit or a
+// file unstaged: a pass that did not ask git reads only the names the
+// index holds. A change of those runs a full pass.
 func TestReplayAfterIndexRefresh(t *testing.T) {
 	tw := newTwin(t, "")
 	gitTwin(t, tw)
@@ -887,16 +898,59 @@ func TestReplayAfterIndexRefresh(t *testing.T) {
 	if now, _ := os.ReadFile(cachedir.Path(tw.a, staleness.IndexDigestFile)); !bytes.Equal(now, memo) {
 		t.Fatal("a replay kept the index's identity")
 	}
+	for _, c := range []struct {
+		what string
+		op   func(root string)
+	}{
+		{"a changed file staged", func(root string) {
+			putFile(t, root, "src/store.go", "package src // changed\n")
+			gitRun(t, root, "add", "src/store.go")
+		}},
+		{"a file marked skip-worktree", func(root string) {
+			gitRun(t, root, "update-index", "--skip-worktree", "src/cache.go")
+		}},
+		{"a file unstaged", func(root string) {
+			gitRun(t, root, "reset", "-q", "--", "src/store.go")
+		}},
+	} {
+		tw.do(c.op)
+		before := tw.replays
+		tw.reconcile(c.what)
+		if tw.replays != before+1 {
+			t.Fatalf("%s: the pass was not replayed", c.what)
+		}
+	}
 	notReplayed(t, tw, "a new file staged", func(root string) {
 		putFile(t, root, "src/new.go", "package src\n")
 		gitRun(t, root, "add", "src/new.go")
 	})
 	settle(t, tw)
-	notReplayed(t, tw, "a file marked skip-worktree", func(root string) {
-		gitRun(t, root, "update-index", "--skip-worktree", "src/cache.go")
+	notReplayed(t, tw, "a file removed from the index", func(root string) {
+		gitRun(t, root, "rm", "-q", "--cached", "src/new.go")
 	})
 	settle(t, tw)
 	notReplayed(t, tw, "the index removed", func(root string) {
 		os.Remove(filepath.Join(root, ".git", "index"))
+	})
+}
+
+// A pass that asked git (its artifacts absent) read the index's blobs: a
+// stat-only rewrite replays it, another blob staged under the same name
+// runs a full pass.
+func TestReplayAskedGitAfterIndexChange(t *testing.T) {
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	tw := newTwin(t, "")
+	gitAbsentTwin(t, tw)
+	settle(t, tw)
+	later := time.Now().Add(2 * time.Second)
+	tw.do(func(root string) { gitStatusRefresh(t, root, "notes.txt", later) })
+	before := tw.replays
+	if r := tw.reconcile("git status"); tw.replays != before+1 || r.Absent != nArtifacts {
+		t.Fatalf("git status: replayed %v, absent %d", tw.replays != before, r.Absent)
+	}
+	notReplayed(t, tw, "notes.txt changed and staged", func(root string) {
+		putFile(t, root, "notes.txt", "other notes\n")
+		gitRun(t, root, "add", "notes.txt")
 	})
 }

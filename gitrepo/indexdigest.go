@@ -20,40 +20,47 @@ import (
 // about 100 bytes per tracked file: this is millions of files).
 const MaxIndex = 512 << 20
 
-// IndexDigest returns a digest of what the index file at path stages, the
-// file's own checksum (its last 20 bytes, hex: the SHA-1 of everything
-// before them, which git writes and go-git verifies) and the stat of the
-// file it decoded. The digest sums each entry's path, stage, mode, blob and
-// the flags git keeps with it (skip-worktree, intent-to-add), the cached
-// trees and the resolve-undo entries. The stat data git keeps per entry
-// (size, times, inode) is left out: `git status` rewrites the index with
-// new stat data whenever a file was touched, or a commit left racily clean
-// entries behind, and the digest stays the same while what the index
-// stages does. The file is opened without following a symlink, read at
-// most MaxIndex bytes, and decoded with go-git; an index go-git cannot
-// decode (a sparse or split index) is an error.
-func IndexDigest(path string) (digest, checksum string, fi fs.FileInfo, err error) {
+// Digests are two sums of an index (IndexDigest). Staged sums what it
+// stages: each entry's path, stage, mode, blob and the flags git keeps
+// with it (skip-worktree, intent-to-add), the cached trees and the
+// resolve-undo entries. Names sums its entries' paths and stages alone:
+// what a check against HEAD's tree reads of the index (the tracked
+// files' names), which a file staged with other content leaves as it
+// was. Neither sums the stat data git keeps per entry (size, times,
+// inode): `git status` rewrites the index with new stat data whenever a
+// file was touched, or a commit left racily clean entries behind.
+type Digests struct {
+	Staged, Names string
+}
+
+// IndexDigest returns the Digests of the index file at path, the file's
+// own checksum (its last 20 bytes, hex: the SHA-1 of everything before
+// them, which git writes and go-git verifies) and the stat of the file it
+// decoded. The file is opened without following a symlink, read at most
+// MaxIndex bytes, and decoded with go-git; an index go-git cannot decode
+// (a sparse or split index) is an error.
+func IndexDigest(path string) (d Digests, checksum string, fi fs.FileInfo, err error) {
 	f, err := safefs.Open(path)
 	if err != nil {
-		return "", "", nil, err
+		return d, "", nil, err
 	}
 	defer f.Close()
 	if fi, err = f.Stat(); err != nil {
-		return "", "", nil, err
+		return d, "", nil, err
 	}
 	if fi.Size() > MaxIndex {
-		return "", "", nil, safefs.TooLarge(path, fi.Size(), MaxIndex)
+		return d, "", nil, safefs.TooLarge(path, fi.Size(), MaxIndex)
 	}
 	var idx index.Index
 	if err := index.NewDecoder(bufio.NewReader(io.LimitReader(f, fi.Size()))).Decode(&idx); err != nil {
-		return "", "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
+		return d, "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
 	}
 	// The checksum of the bytes decoded: go-git verified it against them.
 	var sum [20]byte
 	if _, err := f.ReadAt(sum[:], fi.Size()-int64(len(sum))); err != nil {
-		return "", "", nil, fmt.Errorf("read git index %s: %w", path, err)
+		return d, "", nil, fmt.Errorf("read git index %s: %w", path, err)
 	}
-	return digestOf(&idx), hex.EncodeToString(sum[:]), fi, nil
+	return digestsOf(&idx), hex.EncodeToString(sum[:]), fi, nil
 }
 
 // IndexChecksum returns the checksum of the index file at path (its last
@@ -77,9 +84,9 @@ func IndexChecksum(path string) (string, fs.FileInfo) {
 	return hex.EncodeToString(sum[:]), fi
 }
 
-// digestOf sums what idx stages (IndexDigest), stat data left out.
-func digestOf(idx *index.Index) string {
-	h := sha256.New()
+// digestsOf sums idx (Digests), stat data left out.
+func digestsOf(idx *index.Index) Digests {
+	h, names := sha256.New(), sha256.New()
 	num := func(v uint64) {
 		var b [binary.MaxVarintLen64]byte
 		h.Write(b[:binary.PutUvarint(b[:], v)])
@@ -96,9 +103,13 @@ func digestOf(idx *index.Index) string {
 		}
 	}
 	io.WriteString(h, "learnwatch index digest 1\x00")
+	io.WriteString(names, "learnwatch index names 1\x00")
 	num(uint64(idx.Version))
 	num(uint64(len(idx.Entries)))
 	for _, e := range idx.Entries {
+		// A name and its stage, each ended by a NUL (no path holds one).
+		io.WriteString(names, e.Name)
+		names.Write([]byte{0, byte(e.Stage), 0})
 		str(e.Name)
 		h.Write(e.Hash[:])
 		num(uint64(e.Mode))
@@ -132,5 +143,5 @@ func digestOf(idx *index.Index) string {
 	} else {
 		num(0)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return Digests{Staged: hex.EncodeToString(h.Sum(nil)), Names: hex.EncodeToString(names.Sum(nil))}
 }

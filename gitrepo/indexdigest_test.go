@@ -10,7 +10,7 @@ import (
 
 // digest is IndexDigest of dir's index, failing the test on an error; it
 // also checks the checksum against IndexChecksum's.
-func digest(t *testing.T, dir string) (d, sum string) {
+func digest(t *testing.T, dir string) (d Digests, sum string) {
 	t.Helper()
 	path := filepath.Join(dir, ".git", "index")
 	d, sum, fi, err := IndexDigest(path)
@@ -49,29 +49,38 @@ func TestIndexDigest(t *testing.T) {
 	}
 	d1, sum1 := digest(t, dir)
 	if sum1 == sum0 || d1 != d0 {
-		t.Fatalf("after a stat-only rewrite: checksum %s → %s, digest %s → %s (want a new checksum, the same digest)", sum0, sum1, d0, d1)
+		t.Fatalf("after a stat-only rewrite: checksum %s → %s, digests %v → %v (want a new checksum, the same digests)", sum0, sum1, d0, d1)
 	}
 
-	seen := map[string]string{d0: "the commit"}
+	// Each change stages something else; the names change only with the
+	// set of paths (and stages) the index holds.
+	seen := map[string]string{d0.Staged: "the commit"}
+	names := d0.Names
 	changes := []struct {
-		name string
-		do   func()
+		name     string
+		do       func()
+		newNames bool
 	}{
-		{"a changed file staged", func() { put("a.txt", "changed\n"); git(t, dir, "add", "a.txt") }},
-		{"a new file staged", func() { put("c.txt", "c\n"); git(t, dir, "add", "c.txt") }},
-		{"a file made executable", func() { git(t, dir, "update-index", "--chmod=+x", "c.txt") }},
-		{"a file marked skip-worktree", func() { git(t, dir, "update-index", "--skip-worktree", "sub/b.txt") }},
-		{"intent to add", func() { put("d.txt", "d\n"); git(t, dir, "add", "-N", "d.txt") }},
-		{"a file removed from the index", func() { git(t, dir, "rm", "-q", "-f", "--cached", "c.txt") }},
-		{"the cached trees written", func() { git(t, dir, "write-tree") }},
+		{"a changed file staged", func() { put("a.txt", "changed\n"); git(t, dir, "add", "a.txt") }, false},
+		{"a new file staged", func() { put("c.txt", "c\n"); git(t, dir, "add", "c.txt") }, true},
+		{"a file made executable", func() { git(t, dir, "update-index", "--chmod=+x", "c.txt") }, false},
+		{"a file marked skip-worktree", func() { git(t, dir, "update-index", "--skip-worktree", "sub/b.txt") }, false},
+		{"intent to add", func() { put("d.txt", "d\n"); git(t, dir, "add", "-N", "d.txt") }, true},
+		{"a file removed from the index", func() { git(t, dir, "rm", "-q", "-f", "--cached", "c.txt") }, true},
+		{"the cached trees written", func() { git(t, dir, "write-tree") }, false},
+		{"a file unstaged", func() { git(t, dir, "reset", "-q", "--", "a.txt") }, false},
 	}
 	for _, c := range changes {
 		c.do()
 		d, _ := digest(t, dir)
-		if was, ok := seen[d]; ok {
+		if was, ok := seen[d.Staged]; ok {
 			t.Fatalf("%s: the digest is the one of %s", c.name, was)
 		}
-		seen[d] = c.name
+		seen[d.Staged] = c.name
+		if (d.Names != names) != c.newNames {
+			t.Fatalf("%s: names %s → %s, want a change: %v", c.name, names, d.Names, c.newNames)
+		}
+		names = d.Names
 	}
 }
 
@@ -93,8 +102,13 @@ func TestIndexDigestConflict(t *testing.T) {
 	git(t, dir, "checkout", "--ours", "a.txt")
 	git(t, dir, "add", "a.txt") // resolved: the resolve-undo entry stays
 	d2, _ := digest(t, dir)
-	if d1 == d0 || d2 == d1 || d2 == d0 {
-		t.Fatalf("digests before, during and after the conflict: %s %s %s", d0, d1, d2)
+	if d1.Staged == d0.Staged || d2.Staged == d1.Staged || d2.Staged == d0.Staged {
+		t.Fatalf("digests before, during and after the conflict: %v %v %v", d0, d1, d2)
+	}
+	// The conflict's stages are names of their own; resolved, the names
+	// are those before it.
+	if d1.Names == d0.Names || d2.Names != d0.Names {
+		t.Fatalf("names before, during and after the conflict: %s %s %s", d0.Names, d1.Names, d2.Names)
 	}
 }
 
@@ -127,7 +141,7 @@ func TestIndexDigestRefuses(t *testing.T) {
 			os.Remove(index)
 			spoil()
 			if d, _, _, err := IndexDigest(index); err == nil {
-				t.Fatalf("digest %s of a spoilt index", d)
+				t.Fatalf("digests %v of a spoilt index", d)
 			}
 			if name != "a byte flipped" && name != "truncated" {
 				if sum, _ := IndexChecksum(index); sum != "" {

@@ -48,8 +48,8 @@ const maxCache = 16 << 20
 //     run spends most of its time on;
 //   - per mode (HEAD, index), how every unique reference resolved, the
 //     line checks, and the Markdown paths of the tree, valid for one key — the mode, HEAD's
-//     commit, the index's identity (what it stages: IndexIdentity), the
-//     root's prefix, the rename
+//     commit, the index's identity (what it stages, or for a check against
+//     HEAD the names it holds: IndexIdentity), the root's prefix, the rename
 //     depth and ignore list — and the contents of the ignore files read
 //     (compared again before the outcomes are used);
 //   - the deletions found in HEAD's history (History), keyed on HEAD and
@@ -405,7 +405,7 @@ func (c *Checker) loadCache() {
 	if c.repo != nil && c.head != nil {
 		var headHash plumbing.Hash = c.head.Hash
 		c.dep(c.indexFile())
-		if id := indexIdentity(c.root, c.indexFile(), c.mode != PreCommit); id != "" {
+		if id := indexIdentity(c.root, c.indexFile(), c.mode != PreCommit).of(c.mode); id != "" {
 			c.cache.treeKey = treeKey(c.mode, headHash, id, c.prefix, c.depth, c.ignore)
 		}
 	}

@@ -215,7 +215,7 @@ func entryMarksKeyOf(root string, cfg config.Staleness, ids []string, refs map[s
 		return marksKey{}
 	}
 	local := checkoutIdentity(abs, repo.GitDir, repo.CommonDir)
-	id := indexIdentity(abs, indexFileOf(repo.GitDir), true)
+	id := indexIdentity(abs, indexFileOf(repo.GitDir), true).of(Auto)
 	if local == "" || id == "" {
 		return marksKey{}
 	}

@@ -13,28 +13,59 @@ import (
 	"github.com/learnwatch/learnwatch/safefs"
 )
 
-// IndexDigestFile keeps, in the cache directory, the digest of what the
-// last index read stages with that index's checksum (IndexIdentity).
+// IndexDigestFile keeps, in the cache directory, the digests of the last
+// index read with that index's checksum (IndexIdentity).
 const IndexDigestFile = "index.digest"
 
 // indexMemoMagic starts the file; another version is ignored.
-const indexMemoMagic = "learnwatch index digest 1\n"
+const indexMemoMagic = "learnwatch index digest 2\n"
 
-// maxIndexMemo bounds the file read (it holds two short strings).
+// maxIndexMemo bounds the file read (it holds three short strings).
 const maxIndexMemo = 4 << 10
 
 // indexMemo is IndexDigestFile's content: an index whose bytes have the
-// checksum Checksum stages Digest (gitrepo.IndexDigest). Both are
+// checksum Checksum has the Digests (gitrepo.IndexDigest). All are
 // functions of the index's bytes alone: a memo copied with a checkout, or
 // planted in a clone, names the index it was computed from or none.
 type indexMemo struct {
-	Checksum, Digest string
+	Checksum string
+	gitrepo.Digests
 }
 
-// IndexIdentity identifies what the git index file name stages, for the
-// keys of results that depend on the index (the staleness cache's, the
-// session's stale marks', the engine's pass replay): "staged:" and the
-// digest of its entries without their stat data (gitrepo.IndexDigest).
+// IndexID is the identity of a git index (IndexIdentity): Staged, of what
+// it stages, for what depends on its blobs and flags (git's answers for
+// an artifact, the checks against the index); Names, of the paths it
+// holds, for what reads only those (the checks against HEAD's tree, which
+// list the tracked files from the index, and whether a file is tracked).
+// Both are "staged:" or "names:" and a digest, "absent" when there is no
+// index, the size and checksum of an index go-git cannot decode, or ""
+// when the index has no checksum (index.skipHash) or cannot be read.
+type IndexID struct {
+	Staged, Names string
+}
+
+// id is the identity of m's index.
+func (m indexMemo) id() IndexID {
+	return IndexID{Staged: "staged:" + m.Staged, Names: "names:" + m.Names}
+}
+
+// of is the identity a check of mode depends on: the checks against the
+// index read what it stages, the others (HEAD's tree, the working tree)
+// at most the names it holds.
+func (id IndexID) of(mode Mode) string {
+	if mode == Staged || mode == PreCommit {
+		return id.Staged
+	}
+	return id.Names
+}
+
+// same is the identity of both kinds alike.
+func same(id string) IndexID { return IndexID{Staged: id, Names: id} }
+
+// IndexIdentity identifies the git index file name, for the keys of
+// results that depend on it (the staleness cache's, the session's stale
+// marks', the engine's pass replay): digests of its entries without their
+// stat data (gitrepo.IndexDigest; IndexID).
 // `git status` rewrites the index with new stat data when a file was
 // touched — and after most commits, whose racily clean entries it hashes
 // again — and every result keyed on the index was computed again after
@@ -46,29 +77,27 @@ type indexMemo struct {
 // reads a kept one but keeps none; the process remembers the last one
 // it computed, for the next call). An index go-git cannot decode is
 // identified by its size and checksum, which change with its stat data.
-// The identity is "" when the index has no checksum (index.skipHash) or
-// cannot be read, "absent" when there is none; fi is the stat of the file
-// whose checksum was read (nil when none was).
-func IndexIdentity(root, name string, keep bool) (id string, fi fs.FileInfo) {
+// fi is the stat of the file whose checksum was read (nil when none was).
+func IndexIdentity(root, name string, keep bool) (id IndexID, fi fs.FileInfo) {
 	sum, fi := gitrepo.IndexChecksum(name)
 	if sum == "" {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
-			return "absent", nil
+			return same("absent"), nil
 		}
-		return "", nil
+		return same(""), nil
 	}
 	var m indexMemo
-	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Digest != "" {
-		return "staged:" + m.Digest, fi
+	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Staged != "" && m.Names != "" {
+		return m.id(), fi
 	}
 	m, ok := lastDigest.of(sum)
 	if !ok {
-		digest, checksum, dfi, err := gitrepo.IndexDigest(name)
+		d, checksum, dfi, err := gitrepo.IndexDigest(name)
 		if err != nil || checksum != sum {
 			// Not decoded, or replaced since its checksum was read.
-			return fmt.Sprintf("%d:%s", fi.Size(), sum), fi
+			return same(fmt.Sprintf("%d:%s", fi.Size(), sum)), fi
 		}
-		m, fi = indexMemo{Checksum: checksum, Digest: digest}, dfi
+		m, fi = indexMemo{Checksum: checksum, Digests: d}, dfi
 		lastDigest.set(m)
 	}
 	// Disposable: not written (a read-only memory), the index is decoded
@@ -77,11 +106,11 @@ func IndexIdentity(root, name string, keep bool) (id string, fi fs.FileInfo) {
 	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil && keep {
 		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &m)
 	}
-	return "staged:" + m.Digest, fi
+	return m.id(), fi
 }
 
 // indexIdentity is IndexIdentity's identity alone.
-func indexIdentity(root, name string, keep bool) string {
+func indexIdentity(root, name string, keep bool) IndexID {
 	id, _ := IndexIdentity(root, name, keep)
 	return id
 }
@@ -101,7 +130,7 @@ type digestMemo struct {
 func (d *digestMemo) of(checksum string) (indexMemo, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.m, d.m.Checksum == checksum && d.m.Digest != ""
+	return d.m, d.m.Checksum == checksum && d.m.Staged != ""
 }
 
 func (d *digestMemo) set(m indexMemo) {

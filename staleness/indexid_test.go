@@ -15,6 +15,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/gitrepo"
 )
 
 // refreshIndex touches file (later than the index) and runs git status,
@@ -37,13 +38,15 @@ func refreshIndex(t *testing.T, r *gitRepo, file string) {
 	}
 }
 
-// The index's identity is what it stages: the same after git status
-// rewrote its stat data, another after git add. It is kept with the
-// index's checksum, and a kept one is believed only for that checksum.
+// The index's identity is what it stages (and the names it holds): the
+// same after git status rewrote its stat data; after git add of a changed
+// file, another for what it stages and the same names; after git add of
+// a new file, both new. It is kept with the index's checksum, and a kept
+// one is believed only for that checksum.
 func TestIndexIdentity(t *testing.T) {
 	r := newRepo(t)
 	index := filepath.Join(r.dir, ".git", "index")
-	if id := indexIdentity(r.dir, index, true); id != "absent" {
+	if id := indexIdentity(r.dir, index, true); id != same("absent") {
 		t.Fatalf("no index yet: %q", id)
 	}
 	r.write("src/a.go", "package src\n")
@@ -59,11 +62,14 @@ func TestIndexIdentity(t *testing.T) {
 		t.Fatal("a run that keeps nothing kept the digest")
 	}
 	id0 := indexIdentity(r.dir, index, true)
-	if !strings.HasPrefix(id0, "staged:") {
+	if !strings.HasPrefix(id0.Staged, "staged:") || !strings.HasPrefix(id0.Names, "names:") {
 		t.Fatalf("identity %q", id0)
 	}
+	if id0.of(Auto) != id0.Names || id0.of(Staged) != id0.Staged || id0.of(PreCommit) != id0.Staged {
+		t.Fatal("the checks against the index do not depend on what it stages")
+	}
 	var m indexMemo
-	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || "staged:"+m.Digest != id0 {
+	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || m.id() != id0 {
 		t.Fatalf("the digest was not kept: %+v", m)
 	}
 
@@ -74,12 +80,12 @@ func TestIndexIdentity(t *testing.T) {
 
 	// A kept digest is believed for its checksum only.
 	sum, _ := indexChecksum(t, index)
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: strings.Repeat("0", 39) + "1", Digest: "planted"})
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: strings.Repeat("0", 39) + "1", Digests: gitrepo.Digests{Staged: "planted", Names: "planted"}})
 	if id := indexIdentity(r.dir, index, true); id != id0 {
 		t.Fatalf("a digest kept for another checksum was believed: %q", id)
 	}
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digest: "kept"})
-	if id := indexIdentity(r.dir, index, true); id != "staged:kept" {
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}})
+	if id := indexIdentity(r.dir, index, true); id != (IndexID{"staged:kept", "names:kept"}) {
 		t.Fatalf("the kept digest of this checksum was not used: %q", id)
 	}
 	os.WriteFile(cachedir.Path(r.dir, IndexDigestFile), []byte(indexMemoMagic+"\x03\xff"), 0o644)
@@ -87,10 +93,16 @@ func TestIndexIdentity(t *testing.T) {
 		t.Fatalf("with the kept digest corrupt: %q", id)
 	}
 
+	r.write("src/a.go", "package src // changed\n")
+	r.git("add", "src/a.go")
+	id1 := indexIdentity(r.dir, index, true)
+	if id1.Staged == id0.Staged || id1.Names != id0.Names {
+		t.Fatalf("after git add of a changed file: %q, was %q", id1, id0)
+	}
 	r.write("src/c.go", "package src\n")
 	r.git("add", "src/c.go")
-	if id := indexIdentity(r.dir, index, true); id == id0 || !strings.HasPrefix(id, "staged:") {
-		t.Fatalf("after git add: %q, was %q", id, id0)
+	if id := indexIdentity(r.dir, index, true); id.Staged == id1.Staged || id.Names == id1.Names || !strings.HasPrefix(id.Staged, "staged:") {
+		t.Fatalf("after git add of a new file: %q, was %q", id, id1)
 	}
 }
 
@@ -118,14 +130,14 @@ func TestIndexIdentityUndecodable(t *testing.T) {
 	if err := os.WriteFile(index, append(body, sum[:]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if id, want := indexIdentity(r.dir, index, true), fmt.Sprintf("%d:%x", len(body)+len(sum), sum); id != want {
+	if id, want := indexIdentity(r.dir, index, true), same(fmt.Sprintf("%d:%x", len(body)+len(sum), sum)); id != want {
 		t.Fatalf("identity %q, want %q", id, want)
 	}
 }
 
-// The session's stale marks outlive git status: the answer cached before
-// the index was rewritten with new stat data is still the answer (the
-// planted one is believed, as with nothing changed).
+// The session's stale marks outlive git status, and git add of a changed
+// file: the answer cached before is still the answer (the planted one is
+// believed, as with nothing changed).
 func TestEntryMarksAfterIndexRefresh(t *testing.T) {
 	cfg := config.Default().Staleness
 	r, ids, refs := marksRepo(t)
@@ -136,5 +148,12 @@ func TestEntryMarksAfterIndexRefresh(t *testing.T) {
 	refreshIndex(t, r, "docs/b.md")
 	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
 		t.Fatalf("computed again after git status: %v", got)
+	}
+	// Checked against HEAD, the marks read the names the index holds: a
+	// file staged with other content changes none of them.
+	r.write("docs/b.md", "# b, changed\n")
+	r.git("add", "docs/b.md")
+	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
+		t.Fatalf("computed again after git add of a changed file: %v", got)
 	}
 }
