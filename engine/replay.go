@@ -401,8 +401,8 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	afterGit := p.AfterGit && !rec.GitAsked
 	// git status (and any git command that refreshes the index) rewrites
 	// the index with new stat data when files were touched: when that is
-	// the only change, what the index stages is compared (a git hook's
-	// pass that is not run anyway does not read it). The record is not
+	// the only change, what the pass read of the index is compared (a git
+	// hook's pass that is not run anyway does not read it). The record is not
 	// written again, nor the identity kept (a replay writes nothing): the
 	// session index right after a replay keeps it with the index's
 	// checksum (staleness.IndexDigestFile), as every full pass does, and
@@ -447,7 +447,7 @@ func (e *Engine) tryReplay(p Pass, key string) (heal.Result, bool, *replayStart)
 	}
 	res.Kept = rec.Kept
 	if refreshed {
-		e.log.Debug("pass replayed: git's index was rewritten, what it stages was not")
+		e.log.Debug("pass replayed: git's index was rewritten, nothing the pass read of it changed")
 	}
 	return res, true, start
 }
@@ -698,9 +698,10 @@ func indexPath(root string) string {
 	return filepath.Join(gitDir, "index")
 }
 
-// noteIndex sets rec.Index and rec.IndexID, rec's stats being taken:
-// what the index file whose stat is the one recorded stages, taken from
-// last (the record the pass started from) when it recorded the same stat.
+// noteIndex sets rec.Index and rec.IndexID, rec's stats and GitAsked being
+// taken: the identity (indexID) of the index file whose stat is the one
+// recorded, taken from last (the record the pass started from) when it
+// recorded the same stat for a pass of the same kind.
 // An index that is not among rec's paths, or was replaced since its stat
 // was taken, leaves both "": a change of its stat then runs a full pass.
 func noteIndex(root string, rec, last *replayRecord) {
