@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bufio"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
@@ -55,9 +57,10 @@ func IndexDigest(path string) (d Digests, checksum string, fi fs.FileInfo, err e
 	if err := index.NewDecoder(bufio.NewReader(io.LimitReader(f, fi.Size()))).Decode(&idx); err != nil {
 		return d, "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
 	}
-	// The checksum of the bytes decoded: go-git verified it against them.
-	var sum [20]byte
-	if _, err := f.ReadAt(sum[:], fi.Size()-int64(len(sum))); err != nil {
+	// The checksum of the bytes decoded: go-git verified it against them
+	// (git's all-zero one of index.skipHash it refuses).
+	sum, err := checksumOf(f, fi.Size())
+	if err != nil {
 		return d, "", nil, fmt.Errorf("read git index %s: %w", path, err)
 	}
 	return digestsOf(&idx), hex.EncodeToString(sum[:]), fi, nil
@@ -77,11 +80,18 @@ func IndexChecksum(path string) (string, fs.FileInfo) {
 	if err != nil || fi.Size() < 12+20 {
 		return "", nil
 	}
-	var sum [20]byte
-	if _, err := f.ReadAt(sum[:], fi.Size()-int64(len(sum))); err != nil || sum == [20]byte{} {
+	sum, err := checksumOf(f, fi.Size())
+	if err != nil || sum == [sha1.Size]byte{} {
 		return "", nil
 	}
 	return hex.EncodeToString(sum[:]), fi
+}
+
+// checksumOf reads the checksum at the end of the index file f of size
+// bytes.
+func checksumOf(f *os.File, size int64) (sum [sha1.Size]byte, err error) {
+	_, err = f.ReadAt(sum[:], size-sha1.Size)
+	return sum, err
 }
 
 // digestsOf sums idx (Digests), stat data left out.
