@@ -865,11 +865,11 @@ func (l *Log) Confidences() map[string]float64 {
 // keeping what it reads; ok is false when the line holds no observation
 // (Observation returns nil).
 func (ln *Line) confidence() (float64, bool) {
-	if ln.obs != nil || !ln.parsed {
-		if ln.obs == nil {
-			return 0, false
-		}
+	if ln.obs != nil {
 		return ln.obs.Confidence, true
+	}
+	if !ln.parsed {
+		return 0, false // no observation (Observation returns nil)
 	}
 	body := bytes.TrimSpace(ln.Raw())
 	// A line not decoded yet is one the scan vouched for (scanFields: its
