@@ -15,6 +15,16 @@ import (
 func percent() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
 func limit() int64 { return debug.SetMemoryLimit(-1) }
 
+// unsetGCEnv unsets GOGC and GOMEMLIMIT for the test (both are put back
+// after it): with either set, the collector is left to the person.
+func unsetGCEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
 // sizeLog makes the file log size bytes long (none for a size < 0).
 func sizeLog(t *testing.T, log string, size int64) {
 	t.Helper()
@@ -50,10 +60,7 @@ func checkRelaxed(t *testing.T, what string, relax func(string) func(), log stri
 }
 
 func TestRelaxGC(t *testing.T) {
-	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
+	unsetGCEnv(t)
 	log := filepath.Join(t.TempDir(), "learning-log.jsonl")
 	for _, c := range []struct {
 		size int64
@@ -77,10 +84,7 @@ func TestRelaxGC(t *testing.T) {
 }
 
 func TestRelaxIndexGC(t *testing.T) {
-	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
+	unsetGCEnv(t)
 	runtime.GC() // what earlier tests left is not this test's heap
 	log := filepath.Join(t.TempDir(), "learning-log.jsonl")
 	for _, c := range []struct {

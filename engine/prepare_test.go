@@ -31,8 +31,7 @@ const prepareWait = 70 * time.Millisecond
 // every report and file is compared with B's full pass without caches, so
 // a committed pass wrote byte for byte what a pass run then would have.
 func TestPreparedProperty(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	var committed, dropped, deletions int
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -92,8 +91,7 @@ func TestPreparedProperty(t *testing.T) {
 // a committed pass wrote what a pass run then would have, and a dropped
 // one left the kept state as it found it.
 func TestPreparedChangeProperty(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	var committed, committedEdits, dropped, late, warmAfterDrop, soonCommitted int
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {

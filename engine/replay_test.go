@@ -539,9 +539,7 @@ func TestReplaySessionWithNothingRendered(t *testing.T) {
 // references and a person's changes, in a repository where the artifacts
 // were committed on a branch of their own (.memory local).
 func TestReplayGitProperty(t *testing.T) {
-	// The same commits in both roots: a penalty records HEAD.
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	replayedAsked := 0
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -664,8 +662,7 @@ func gitAbsentTwin(t *testing.T, tw *twin) string {
 // answers read — a reference deleted, packed, ORIG_HEAD moved — runs a
 // full pass, identical to one that never replays.
 func TestReplayGitReferences(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	n := nArtifacts
 	cases := []struct {
 		name  string
@@ -720,8 +717,7 @@ func TestReplayGitReferences(t *testing.T) {
 // git: only git's own files changed (a fetch --prune in a pull dropped the
 // only branch that had the absent artifacts), yet git's answers did.
 func TestReplayAfterGitWhenGitWasAsked(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	tw := newTwin(t, "")
 	gitAbsentTwin(t, tw)
 	settle(t, tw)
@@ -738,8 +734,7 @@ func TestReplayAfterGitWhenGitWasAsked(t *testing.T) {
 // worktree or a submodule has): the file is among a replayed pass's
 // inputs, so pointing it elsewhere runs a full pass.
 func TestReplayGitFile(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	tw := newTwin(t, "")
 	gitAbsentTwin(t, tw)
 	tw.do(func(root string) {
@@ -775,8 +770,7 @@ func TestReplayGitFile(t *testing.T) {
 // that never replays. Passes of each kind must replay the other's record,
 // and a hook's record that left marks must not answer the command.
 func TestReplayKindsProperty(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	crossed, withheld := 0, 0
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -938,8 +932,7 @@ func TestReplayAfterIndexRefresh(t *testing.T) {
 // stat-only rewrite replays it, another blob staged under the same name
 // runs a full pass.
 func TestReplayAskedGitAfterIndexChange(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	tw := newTwin(t, "")
 	gitAbsentTwin(t, tw)
 	settle(t, tw)

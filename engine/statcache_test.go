@@ -94,6 +94,14 @@ func (tw *twin) artifacts() []string {
 // do applies op to both roots.
 func (tw *twin) do(op func(root string)) { op(tw.a); op(tw.b) }
 
+// sameCommits dates every commit of the test alike, so that both roots of
+// a twin make the same commits (a penalty records HEAD).
+func sameCommits(t *testing.T) {
+	t.Helper()
+	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+}
+
 var passID = regexp.MustCompile(`"pass":"[^"]*"`)
 
 // reconcile runs one pass on both and requires byte-identical reports and
@@ -695,9 +703,7 @@ func TestSettleCalledOff(t *testing.T) {
 // anew by a pass that looks at the file: the watcher's kept notes never
 // hold it as settled.
 func TestDeferredAbsentIsAskedAgain(t *testing.T) {
-	// The same commits in both roots: a penalty records HEAD.
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	tw := newTwin(t, "")
 	gitTwin(t, tw)
 	tw.kept = New(tw.a, tw.cfg, nil)
@@ -748,8 +754,7 @@ func TestDeferredAbsentIsAskedAgain(t *testing.T) {
 // gives. The touched files are those whose content the step changed, as
 // inotify would report them.
 func TestDeferredGitProperty(t *testing.T) {
-	t.Setenv("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
-	t.Setenv("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+	sameCommits(t)
 	var absent, checkedOut, deletions, switches int // what the runs met, all seeds
 	for seed := range uint64(6) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
