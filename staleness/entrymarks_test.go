@@ -66,17 +66,26 @@ func plant(t *testing.T, dir string) {
 
 var wantMarks = map[string]string{"ADR-001": "src/old.go"}
 
+// plantedMarksRepo is marksRepo with its marks computed (wantMarks) and
+// cached, then the cached answer planted (plant): a read of the cache
+// shows ADR-002 marked "planted".
+func plantedMarksRepo(t *testing.T, cfg config.Staleness) (*gitRepo, []string, map[string][]Ref) {
+	t.Helper()
+	r, ids, refs := marksRepo(t)
+	if got := entryMarks(t, r.dir, cfg, ids, refs); !reflect.DeepEqual(got, wantMarks) {
+		t.Fatalf("marks %v, want %v", got, wantMarks)
+	}
+	plant(t, r.dir)
+	return r, ids, refs
+}
+
 // The session-start index's marks are read from the cache while HEAD, the
 // index, the references, the configuration, the ignore files and the
 // checkout are those they were computed for; any of them changed, they are
 // computed again (the planted answer is not believed).
 func TestEntryMarksCache(t *testing.T) {
 	cfg := config.Default().Staleness
-	r, ids, refs := marksRepo(t)
-	if got := entryMarks(t, r.dir, cfg, ids, refs); !reflect.DeepEqual(got, wantMarks) {
-		t.Fatalf("marks %v, want %v", got, wantMarks)
-	}
-	plant(t, r.dir)
+	r, ids, refs := plantedMarksRepo(t, cfg)
 	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
 		t.Fatalf("the cache is not read: %v", got)
 	}
@@ -151,9 +160,7 @@ func TestEntryMarksCache(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, ids, refs := marksRepo(t)
-			entryMarks(t, r.dir, cfg, ids, refs)
-			plant(t, r.dir)
+			r, ids, refs := plantedMarksRepo(t, cfg)
 			dir, cfg, refs := c.op(t, r)
 			got, cacheErr, err := EntryMarks(dir, cfg, ids, refs)
 			if err != nil {

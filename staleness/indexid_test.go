@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -140,11 +139,7 @@ func TestIndexIdentityUndecodable(t *testing.T) {
 // believed, as with nothing changed).
 func TestEntryMarksAfterIndexRefresh(t *testing.T) {
 	cfg := config.Default().Staleness
-	r, ids, refs := marksRepo(t)
-	if got := entryMarks(t, r.dir, cfg, ids, refs); !reflect.DeepEqual(got, wantMarks) {
-		t.Fatalf("marks %v, want %v", got, wantMarks)
-	}
-	plant(t, r.dir)
+	r, ids, refs := plantedMarksRepo(t, cfg)
 	refreshIndex(t, r, "docs/b.md")
 	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
 		t.Fatalf("computed again after git status: %v", got)
