@@ -367,6 +367,12 @@ func knownIndex(k []byte) int {
 	return -1
 }
 
+// SpellsKnown reports whether key names a field an Observation types, in
+// any letter case ("status", "Status"): encoding/json fills the field from
+// it, as it matches names without regard to case, while Extra still
+// reports a key in other cases (an unknown key, kept as written).
+func SpellsKnown(key string) bool { return foldsToKnown([]byte(key)) }
+
 // foldsToKnown reports whether encoding/json would fill a typed field from
 // key although key is not its exact name (it matches names without regard
 // to case).

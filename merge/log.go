@@ -314,6 +314,14 @@ func mergeUnknown(m, base, a, b *manifest.Observation) {
 		return
 	}
 	for _, k := range keys {
+		if manifest.SpellsKnown(k) {
+			// A typed field in other letter cases ("stAtus"): its value
+			// is the field's, merged above. Taken from theirs after the
+			// field, it would be what a reader decodes (encoding/json
+			// takes the last of the keys it matches), whichever the merge
+			// picked, and merge(a, b) would read otherwise than merge(b, a).
+			continue
+		}
 		vb, ok := b.Extra(k)
 		if !ok {
 			continue
