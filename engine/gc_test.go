@@ -83,6 +83,29 @@ func TestRelaxGC(t *testing.T) {
 	checkRelaxed(t, "with GOGC set", relaxGC, log, 0, 0)
 }
 
+// A full pass whose heap stays under the limit never collects: what a
+// 10k first reconcile allocates (about 24 MB, in 1 MB pieces here, all
+// kept) runs no cycle, where a GOGC of 400 from a small heap ran two.
+func TestRelaxGCNoCollection(t *testing.T) {
+	unsetGCEnv(t)
+	log := filepath.Join(t.TempDir(), "learning-log.jsonl")
+	sizeLog(t, log, 1<<20)
+	runtime.GC() // a small heap, as a pass starts from
+	restore := relaxGC(log)
+	defer restore()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	held := make([][]byte, 0, 32)
+	for range 32 {
+		held = append(held, make([]byte, 1<<20))
+	}
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(held)
+	if n := after.NumGC - before.NumGC; n != 0 {
+		t.Errorf("32 MB allocated under the pass's settings: %d collections, want none", n)
+	}
+}
+
 func TestRelaxIndexGC(t *testing.T) {
 	unsetGCEnv(t)
 	runtime.GC() // what earlier tests left is not this test's heap
