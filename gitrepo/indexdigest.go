@@ -12,6 +12,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 
@@ -42,28 +43,35 @@ type Digests struct {
 // MaxIndex bytes, and decoded with go-git; an index go-git cannot decode
 // (a sparse or split index) is an error.
 func IndexDigest(path string) (d Digests, checksum string, fi fs.FileInfo, err error) {
+	d, _, checksum, fi, err = IndexFacts(path)
+	return d, checksum, fi, err
+}
+
+// IndexFacts is IndexDigest with what the index holds of the artifacts
+// (Artifacts), from the same decode.
+func IndexFacts(path string) (d Digests, a Artifacts, checksum string, fi fs.FileInfo, err error) {
 	f, err := safefs.Open(path)
 	if err != nil {
-		return d, "", nil, err
+		return d, a, "", nil, err
 	}
 	defer f.Close()
 	if fi, err = f.Stat(); err != nil {
-		return d, "", nil, err
+		return d, a, "", nil, err
 	}
 	if fi.Size() > MaxIndex {
-		return d, "", nil, safefs.TooLarge(path, fi.Size(), MaxIndex)
+		return d, a, "", nil, safefs.TooLarge(path, fi.Size(), MaxIndex)
 	}
 	var idx index.Index
 	if err := index.NewDecoder(bufio.NewReader(io.LimitReader(f, fi.Size()))).Decode(&idx); err != nil {
-		return d, "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
+		return d, a, "", nil, fmt.Errorf("decode git index %s: %w", path, IndexErr(err))
 	}
 	// The checksum of the bytes decoded: go-git verified it against them
 	// (git's all-zero one of index.skipHash it refuses).
 	sum, err := checksumOf(f, fi.Size())
 	if err != nil {
-		return d, "", nil, fmt.Errorf("read git index %s: %w", path, err)
+		return d, a, "", nil, fmt.Errorf("read git index %s: %w", path, err)
 	}
-	return digestsOf(&idx), hex.EncodeToString(sum[:]), fi, nil
+	return digestsOf(&idx), artifactsOf(&idx), hex.EncodeToString(sum[:]), fi, nil
 }
 
 // IndexChecksum returns the checksum of the index file at path (its last
@@ -154,4 +162,64 @@ func digestsOf(idx *index.Index) Digests {
 		num(0)
 	}
 	return Digests{Staged: hex.EncodeToString(h.Sum(nil)), Names: hex.EncodeToString(names.Sum(nil))}
+}
+
+// Artifacts is what an index holds under the directories rendered
+// artifacts live in (ArtifactPath): each file's blob and mode, and
+// whether the index holds exactly the files of the tree Tree — git's
+// cached tree of the whole index, valid (a commit, a checkout or a reset
+// leaves it so) and covering every entry, none of them conflicted or
+// added with intent-to-add. When Tree is HEAD's tree, HEAD holds exactly
+// these files under those directories: what reconcile asks of HEAD for a
+// missing or edited artifact is answered without reading a tree object.
+type Artifacts struct {
+	Files map[string]ArtifactFile // by path relative to the worktree top
+	Tree  [20]byte                // zero: no valid cached tree of the whole index
+}
+
+// ArtifactFile is an index entry's blob and mode (filemode.FileMode).
+type ArtifactFile struct {
+	Blob [20]byte
+	Mode uint32
+}
+
+// ArtifactPath reports whether path (slash-separated, relative to the
+// worktree top) is one Artifacts holds when the index does: a path with a
+// .claude/commands/, .claude/skills/ or .memory/ directory in it, at the
+// top or below (a memory below the worktree's top).
+func ArtifactPath(path string) bool {
+	// Most paths of a large repository hold neither name: one scan each.
+	if !strings.Contains(path, ".claude/") && !strings.Contains(path, ".memory/") {
+		return false
+	}
+	for _, d := range artifactDirs {
+		if strings.HasPrefix(path, d) || strings.Contains(path, "/"+d) {
+			return true
+		}
+	}
+	return false
+}
+
+var artifactDirs = []string{".claude/commands/", ".claude/skills/", ".memory/"}
+
+// artifactsOf is idx's Artifacts.
+func artifactsOf(idx *index.Index) Artifacts {
+	a := Artifacts{Files: map[string]ArtifactFile{}}
+	whole := idx.Cache != nil && len(idx.Cache.Entries) > 0 && idx.Cache.Entries[0].Path == "" &&
+		idx.Cache.Entries[0].Entries == len(idx.Entries)
+	for _, e := range idx.Entries {
+		// Stage 0 is a merged entry (go-git's index.Merged is 1). git
+		// invalidates its cached tree for a conflict or an intent-to-add;
+		// an index written otherwise is not believed either.
+		if e.Stage != 0 || e.IntentToAdd {
+			whole = false
+		}
+		if ArtifactPath(e.Name) {
+			a.Files[e.Name] = ArtifactFile{Blob: e.Hash, Mode: uint32(e.Mode)}
+		}
+	}
+	if whole {
+		a.Tree = idx.Cache.Entries[0].Hash
+	}
+	return a
 }

@@ -2,8 +2,13 @@ package gitrepo
 
 import (
 	"bytes"
+	"encoding/hex"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -181,4 +186,120 @@ func FuzzIndexDigest(f *testing.F) {
 			t.Fatalf("IndexChecksum %q, IndexDigest's %q", got, sum)
 		}
 	})
+}
+
+// IndexFacts' Artifacts hold every entry under the artifacts' directories
+// (at the worktree's top or below it), with git's blob and mode, and no
+// other; Tree is HEAD's tree exactly while the index holds HEAD's files:
+// after a commit and a hard reset, not after a staged change, an
+// intent-to-add or during a conflict.
+func TestIndexFactsArtifacts(t *testing.T) {
+	dir := repo(t)
+	put := func(name, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	artifacts := []string{
+		".claude/commands/self-learning/lint.md",
+		".claude/skills/deploy/SKILL.md",
+		".memory/knowledge/decisions.md",
+		"svc/.claude/commands/self-learning/test.md",
+	}
+	for _, p := range artifacts {
+		put(p, p+"\n")
+	}
+	put(".claude/settings.json", "{}\n")
+	put("docs/skills/x.md", "x\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "update-index", "--chmod=+x", artifacts[1])
+	git(t, dir, "commit", "-qm", "artifacts")
+
+	facts := func() Artifacts {
+		t.Helper()
+		_, a, _, _, err := IndexFacts(filepath.Join(dir, ".git", "index"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	head := func() [20]byte {
+		t.Helper()
+		var h [20]byte
+		b, err := hex.DecodeString(git(t, dir, "rev-parse", "HEAD^{tree}"))
+		if err != nil || len(b) != len(h) {
+			t.Fatalf("rev-parse: %v", err)
+		}
+		copy(h[:], b)
+		return h
+	}
+	a := facts()
+	if len(a.Files) != len(artifacts) {
+		t.Fatalf("files %v, want exactly %v", slices.Sorted(maps.Keys(a.Files)), artifacts)
+	}
+	for _, p := range artifacts {
+		f, ok := a.Files[p]
+		if !ok {
+			t.Fatalf("%s missing", p)
+		}
+		fields := strings.Fields(git(t, dir, "ls-files", "-s", p)) // mode blob stage path
+		if got := hex.EncodeToString(f.Blob[:]); got != fields[1] {
+			t.Errorf("%s: blob %s, git says %s", p, got, fields[1])
+		}
+		if got := strconv.FormatUint(uint64(f.Mode), 8); got != fields[0] {
+			t.Errorf("%s: mode %s, git says %s", p, got, fields[0])
+		}
+	}
+	if a.Tree != head() {
+		t.Fatalf("after a commit: tree %x, HEAD's %x", a.Tree, head())
+	}
+
+	for _, c := range []struct {
+		name  string
+		setup func()
+	}{
+		{"a staged change", func() {
+			put(artifacts[0], "edited\n")
+			git(t, dir, "add", artifacts[0])
+		}},
+		{"an intent-to-add", func() {
+			put("new.txt", "new\n")
+			git(t, dir, "add", "-N", "new.txt")
+		}},
+		{"a conflict", func() {
+			git(t, dir, "checkout", "-qb", "other")
+			put(artifacts[0], "theirs\n")
+			git(t, dir, "commit", "-qam", "theirs")
+			git(t, dir, "checkout", "-q", "main")
+			put(artifacts[0], "ours\n")
+			git(t, dir, "commit", "-qam", "ours")
+			if err := gitCmd(dir, "merge", "-q", "other").Run(); err == nil {
+				t.Fatal("the merge did not conflict")
+			}
+		}},
+	} {
+		c.setup()
+		if a := facts(); a.Tree != [20]byte{} {
+			t.Errorf("%s: tree %x, want none", c.name, a.Tree)
+		}
+		git(t, dir, "reset", "-q", "--hard")
+		git(t, dir, "clean", "-qfd")
+		if a := facts(); a.Tree != head() {
+			t.Errorf("after %s and a hard reset: tree %x, HEAD's %x", c.name, a.Tree, head())
+		}
+	}
+	for _, p := range []string{"x/.claude/skills/a/SKILL.md", ".memory/learning-log.jsonl"} {
+		if !ArtifactPath(p) {
+			t.Errorf("ArtifactPath(%q) = false", p)
+		}
+	}
+	for _, p := range []string{".claude/settings.json", "docs/skills/x.md", "a.claude/commands/x.md", "src/.memoryx/y"} {
+		if ArtifactPath(p) {
+			t.Errorf("ArtifactPath(%q) = true", p)
+		}
+	}
 }

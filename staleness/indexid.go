@@ -1,6 +1,8 @@
 package staleness
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +20,64 @@ import (
 const IndexDigestFile = "index.digest"
 
 // indexMemoMagic starts the file; another version is ignored.
-const indexMemoMagic = "learnwatch index digest 2\n"
+const indexMemoMagic = "learnwatch index digest 3\n"
+
+// IndexArtifactsFile keeps, in the cache directory, what the last index
+// read holds under the artifacts' directories (gitrepo.Artifacts), with
+// that index's checksum: reconcile's questions to git about a missing or
+// edited artifact read it instead of HEAD's trees (IndexArtifacts).
+const IndexArtifactsFile = "index.artifacts"
+
+// indexArtifactsMagic starts that file; another version is ignored.
+const indexArtifactsMagic = "learnwatch index artifacts 1\n"
+
+// maxIndexArtifacts bounds that file (an entry is about 100 bytes).
+const maxIndexArtifacts = 64 << 20
+
+// artifactsMemo is IndexArtifactsFile's content: an index whose bytes
+// have the checksum Checksum holds the files Files (packArtifacts) and
+// the cached tree Tree (gitrepo.Artifacts). The files are one byte slice,
+// not a map: a session start right after `git status` keeps them, and
+// encoding 2,000 entries one by one cost it a millisecond.
+type artifactsMemo struct {
+	Checksum string
+	Tree     [20]byte
+	Files    []byte
+}
+
+// packArtifacts packs files, in no order: each path, a NUL, the blob's
+// 20 bytes and the mode's 4 (big-endian).
+func packArtifacts(files map[string]gitrepo.ArtifactFile) []byte {
+	n := 0
+	for name := range files {
+		n += len(name) + 1 + 20 + 4
+	}
+	b := make([]byte, 0, n)
+	for name, f := range files {
+		b = append(b, name...)
+		b = append(b, 0)
+		b = append(b, f.Blob[:]...)
+		b = binary.BigEndian.AppendUint32(b, f.Mode)
+	}
+	return b
+}
+
+// unpackArtifacts undoes packArtifacts; false for bytes it did not make.
+func unpackArtifacts(b []byte) (map[string]gitrepo.ArtifactFile, bool) {
+	files := map[string]gitrepo.ArtifactFile{}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, 0)
+		if i <= 0 || len(b) < i+1+20+4 {
+			return nil, false
+		}
+		var f gitrepo.ArtifactFile
+		copy(f.Blob[:], b[i+1:])
+		f.Mode = binary.BigEndian.Uint32(b[i+1+20:])
+		files[string(b[:i])] = f
+		b = b[i+1+20+4:]
+	}
+	return files, true
+}
 
 // maxIndexMemo bounds the file read (it holds three short strings).
 const maxIndexMemo = 4 << 10
@@ -30,6 +89,9 @@ const maxIndexMemo = 4 << 10
 type indexMemo struct {
 	Checksum string
 	gitrepo.Digests
+	// Artifacts is set when IndexArtifactsFile was written for the same
+	// index, so that a memo without it is computed again once (keep).
+	Artifacts bool
 }
 
 // IndexID is the identity of a git index (IndexIdentity): Staged, of what
@@ -87,23 +149,26 @@ func IndexIdentity(root, name string, keep bool) (id IndexID, fi fs.FileInfo) {
 		return same(""), nil
 	}
 	var m indexMemo
-	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Staged != "" && m.Names != "" {
+	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Staged != "" && m.Names != "" &&
+		(m.Artifacts || !keep) {
 		return m.id(), fi
 	}
-	m, ok := lastDigest.of(sum)
+	m, a, ok := lastDigest.of(sum)
 	if !ok {
-		d, checksum, dfi, err := gitrepo.IndexDigest(name)
+		d, arts, checksum, dfi, err := gitrepo.IndexFacts(name)
 		if err != nil || checksum != sum {
 			// Not decoded, or replaced since its checksum was read.
 			return same(fmt.Sprintf("%d:%s", fi.Size(), sum)), fi
 		}
-		m, fi = indexMemo{Checksum: checksum, Digests: d}, dfi
-		lastDigest.set(m)
+		m, a, fi = indexMemo{Checksum: checksum, Digests: d}, arts, dfi
+		lastDigest.set(m, a)
 	}
 	// Disposable: not written (a read-only memory), the index is decoded
 	// again next time. None is kept without a memory directory: none is
-	// made for it.
+	// made for it. The artifacts' file goes first: the digest's memo
+	// says it was written.
 	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil && keep {
+		m.Artifacts = cachedir.WriteGobUnsynced(root, IndexArtifactsFile, indexArtifactsMagic, &artifactsMemo{Checksum: m.Checksum, Tree: a.Tree, Files: packArtifacts(a.Files)}) == nil
 		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &m)
 	}
 	return m.id(), fi
@@ -125,16 +190,40 @@ var lastDigest digestMemo
 type digestMemo struct {
 	mu sync.Mutex
 	m  indexMemo
+	a  gitrepo.Artifacts
 }
 
-func (d *digestMemo) of(checksum string) (indexMemo, bool) {
+func (d *digestMemo) of(checksum string) (indexMemo, gitrepo.Artifacts, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.m, d.m.Checksum == checksum && d.m.Staged != ""
+	return d.m, d.a, d.m.Checksum == checksum && d.m.Staged != ""
 }
 
-func (d *digestMemo) set(m indexMemo) {
+func (d *digestMemo) set(m indexMemo, a gitrepo.Artifacts) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.m = m
+	d.m, d.a = m, a
+}
+
+// IndexArtifacts returns what the git index file name holds under the
+// artifacts' directories (gitrepo.Artifacts), when an IndexIdentity of
+// this process or one kept in root's cache directory (IndexArtifactsFile)
+// read an index with the checksum name has now; false otherwise. It never
+// decodes the index: a pass whose staleness check has not read this index
+// yet asks git's trees instead.
+func IndexArtifacts(root, name string) (gitrepo.Artifacts, bool) {
+	sum, _ := gitrepo.IndexChecksum(name)
+	if sum == "" {
+		return gitrepo.Artifacts{}, false
+	}
+	if _, a, ok := lastDigest.of(sum); ok {
+		return a, true
+	}
+	var m artifactsMemo
+	if cachedir.ReadGob(root, IndexArtifactsFile, indexArtifactsMagic, maxIndexArtifacts, &m) && m.Checksum == sum {
+		if files, ok := unpackArtifacts(m.Files); ok {
+			return gitrepo.Artifacts{Files: files, Tree: m.Tree}, true
+		}
+	}
+	return gitrepo.Artifacts{}, false
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,9 +84,21 @@ func TestIndexIdentity(t *testing.T) {
 	if id := indexIdentity(r.dir, index, true); id != id0 {
 		t.Fatalf("a digest kept for another checksum was believed: %q", id)
 	}
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}})
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}, Artifacts: true})
 	if id := indexIdentity(r.dir, index, true); id != (IndexID{"staged:kept", "names:kept"}) {
 		t.Fatalf("the kept digest of this checksum was not used: %q", id)
+	}
+	// One kept without the artifacts' facts is enough for a run that
+	// keeps nothing; a run that keeps computes both again.
+	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}})
+	if id := indexIdentity(r.dir, index, false); id != (IndexID{"staged:kept", "names:kept"}) {
+		t.Fatalf("the kept digest of this checksum was not used by a run that keeps nothing: %q", id)
+	}
+	if id := indexIdentity(r.dir, index, true); id != id0 {
+		t.Fatalf("a kept digest without the artifacts' facts, in a run that keeps: %q", id)
+	}
+	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || m.id() != id0 || !m.Artifacts {
+		t.Fatalf("not kept again with the artifacts' facts: %+v", m)
 	}
 	os.WriteFile(cachedir.Path(r.dir, IndexDigestFile), []byte(indexMemoMagic+"\x03\xff"), 0o644)
 	if id := indexIdentity(r.dir, index, true); id != id0 {
@@ -151,4 +164,65 @@ func TestEntryMarksAfterIndexRefresh(t *testing.T) {
 	if got := entryMarks(t, r.dir, cfg, ids, refs); got["ADR-002"] != "planted" {
 		t.Fatalf("computed again after git add of a changed file: %v", got)
 	}
+}
+
+// IndexArtifacts answers what an index identity kept (or this process
+// read) for the index as it is now, and nothing for another: after a
+// stat-only rewrite or a change staged, until an identity is kept again.
+func TestIndexArtifacts(t *testing.T) {
+	r := newRepo(t)
+	index := filepath.Join(r.dir, ".git", "index")
+	r.write(".claude/commands/self-learning/lint.md", "# Lint\n")
+	r.write("src/a.go", "package src\n")
+	r.commit("one")
+	os.MkdirAll(filepath.Join(r.dir, ".memory"), 0o755)
+	if _, ok := IndexArtifacts(r.dir, index); ok {
+		t.Fatal("facts before any identity was taken")
+	}
+	indexIdentity(r.dir, index, true)
+	lastDigest.set(indexMemo{}, gitrepo.Artifacts{}) // this process forgets: the kept file answers
+	a, ok := IndexArtifacts(r.dir, index)
+	if !ok || len(a.Files) != 1 || a.Tree == [20]byte{} {
+		t.Fatalf("kept facts: %v %+v", ok, a)
+	}
+	if _, ok := a.Files[".claude/commands/self-learning/lint.md"]; !ok {
+		t.Fatalf("files %v", a.Files)
+	}
+	refreshIndex(t, r, "src/a.go")
+	if _, ok := IndexArtifacts(r.dir, index); ok {
+		t.Fatal("facts kept for the index before git status rewrote it")
+	}
+	indexIdentity(r.dir, index, false)
+	if _, ok := IndexArtifacts(r.dir, index); !ok {
+		t.Fatal("the facts this process read are not answered")
+	}
+	lastDigest.set(indexMemo{}, gitrepo.Artifacts{})
+	if _, ok := IndexArtifacts(r.dir, index); ok {
+		t.Fatal("a run that keeps nothing kept the facts")
+	}
+	r.write(".claude/commands/self-learning/lint.md", "# Lint, edited\n")
+	r.git("add", ".claude/commands/self-learning/lint.md")
+	indexIdentity(r.dir, index, true)
+	lastDigest.set(indexMemo{}, gitrepo.Artifacts{})
+	if a, ok := IndexArtifacts(r.dir, index); !ok || a.Tree != [20]byte{} {
+		t.Fatalf("after a change staged: %v, tree %x (want none)", ok, a.Tree)
+	}
+}
+
+// The kept artifacts' file is the clone's input: unpacking any bytes
+// never panics, and what unpacks packs to bytes that unpack to the same.
+func FuzzUnpackArtifacts(f *testing.F) {
+	f.Add(packArtifacts(map[string]gitrepo.ArtifactFile{".claude/commands/a.md": {Mode: 0o100644}}))
+	f.Add([]byte("x\x00short"))
+	f.Add([]byte("\x00" + strings.Repeat("b", 24)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		files, ok := unpackArtifacts(b)
+		if !ok {
+			return
+		}
+		again, ok := unpackArtifacts(packArtifacts(files))
+		if !ok || !maps.Equal(files, again) {
+			t.Fatalf("%q: unpacked %v, then %v", b, files, again)
+		}
+	})
 }
