@@ -14,6 +14,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
+	"github.com/learnwatch/learnwatch/staleness"
 )
 
 // gitIn runs git in dir, failing the test on an error.
@@ -133,28 +134,53 @@ func TestCheckedOut(t *testing.T) {
 			if c.setup != nil {
 				c.setup(t, dir)
 			}
-			g, _ := openGit(dir)
-			if g == nil {
-				t.Fatal("not a git repository")
-			}
-			var got bool
-			if c.anchor {
-				got = g.checkedOut(adrRel, "ADR-001", "obs_a", sectionHash(t, c.recorded), sectionText(t, dir), since)
-			} else {
-				recorded := manifest.Hash([]byte(c.recorded))
-				if rest, ok := strings.CutPrefix(c.recorded, "djb2:"); ok {
-					recorded = manifest.DJB2([]byte(rest))
+			for _, facts := range []bool{false, true} {
+				g := viewOf(t, dir, facts)
+				var got bool
+				if c.anchor {
+					got = g.checkedOut(adrRel, "ADR-001", "obs_a", sectionHash(t, c.recorded), sectionText(t, dir), since)
+				} else {
+					recorded := manifest.Hash([]byte(c.recorded))
+					if rest, ok := strings.CutPrefix(c.recorded, "djb2:"); ok {
+						recorded = manifest.DJB2([]byte(rest))
+					}
+					got = g.checkedOut(cmdRel, "", "obs_wf", recorded, file(dir), since)
 				}
-				got = g.checkedOut(cmdRel, "", "obs_wf", recorded, file(dir), since)
-			}
-			if got != c.want {
-				t.Fatalf("checkedOut = %v, want %v", got, c.want)
+				if got != c.want {
+					t.Fatalf("checkedOut = %v, want %v (the index's artifacts kept: %v)", got, c.want, facts)
+				}
 			}
 		})
 	}
 	if (*gitView)(nil).checkedOut(cmdRel, "", "obs_wf", manifest.Hash([]byte(mine)), []byte(rendered), since) {
 		t.Fatal("outside git, an artifact changed is the person's edit")
 	}
+}
+
+// viewOf opens dir's repository for git's answers. With facts, the
+// index's artifacts are kept first as a pass's staleness check keeps them
+// (staleness.IndexIdentity), and the view must answer from them for a
+// whole-file artifact (outside a sparse checkout); without, none are
+// kept and the view asks the trees and the index (unless this process
+// read an index with the same bytes: the same answers).
+func viewOf(t *testing.T, dir string, facts bool) *gitView {
+	t.Helper()
+	if facts {
+		if err := os.MkdirAll(filepath.Join(dir, ".memory"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		staleness.IndexIdentity(dir, filepath.Join(dir, ".git", "index"), true)
+	}
+	g, _ := openGit(dir)
+	if g == nil {
+		t.Fatal("not a git repository")
+	}
+	// Without facts kept, the process may still hold an index with the
+	// same bytes (an empty one): the view may answer from it.
+	if got := g.artifactFacts(cmdRel, "") != nil; facts && got != !g.sparse {
+		t.Fatalf("answers from the index's artifacts: %v, want %v", got, !g.sparse)
+	}
+	return g
 }
 
 // onSide commits deletedOther on a branch "side" and checks main out again.
@@ -191,6 +217,31 @@ func TestDeletedOrAbsent(t *testing.T) {
 			os.Remove(filepath.Join(dir, other))
 		}, true},
 		{"never in git", other, func(t *testing.T, dir string) {}, true},
+		{"committed, then removed with git rm", cmdRel, func(t *testing.T, dir string) {
+			gitIn(t, dir, "rm", "-q", cmdRel)
+		}, true},
+		// HEAD's tree alone says so: HEAD's commit is older than the
+		// render, its history since has no such file, another branch has
+		// it, and the index no longer does.
+		{"committed before the render, removed with git rm, another branch has it", other, func(t *testing.T, dir string) {
+			old := time.Now().Add(-3 * time.Hour).Format(time.RFC3339)
+			t.Setenv("GIT_AUTHOR_DATE", old)
+			t.Setenv("GIT_COMMITTER_DATE", old)
+			putFile(t, dir, other, rendered)
+			gitIn(t, dir, "add", other)
+			gitIn(t, dir, "commit", "-q", "-m", "old")
+			gitIn(t, dir, "checkout", "-q", "-b", "keep")
+			putFile(t, dir, "notes.txt", "keep")
+			gitIn(t, dir, "add", "notes.txt")
+			gitIn(t, dir, "commit", "-q", "-m", "keep")
+			gitIn(t, dir, "checkout", "-q", "main")
+			gitIn(t, dir, "rm", "-q", other)
+		}, true},
+		{"committed on another branch only, the index's tree not HEAD's", other, func(t *testing.T, dir string) {
+			onSide(t, dir)
+			putFile(t, dir, "notes.txt", "staged")
+			gitIn(t, dir, "add", "notes.txt")
+		}, false},
 		// A sparse checkout keeps files out of the work tree: git's, not
 		// the person's (the index holds them with the skip-worktree bit).
 		{"left out by a sparse checkout", cmdRel, func(t *testing.T, dir string) {
@@ -225,9 +276,11 @@ func TestDeletedOrAbsent(t *testing.T) {
 			gitIn(t, dir, "add", "-A")
 			gitIn(t, dir, "commit", "-q", "-m", "rendered")
 			c.setup(t, dir)
-			g, _ := openGit(dir)
-			if got := g.deleted(c.rel, "", since); got != c.want {
-				t.Fatalf("deleted = %v, want %v", got, c.want)
+			for _, facts := range []bool{false, true} {
+				g := viewOf(t, dir, facts)
+				if got := g.deleted(c.rel, "", since); got != c.want {
+					t.Fatalf("deleted = %v, want %v (the index's artifacts kept: %v)", got, c.want, facts)
+				}
 			}
 		})
 	}
