@@ -108,7 +108,7 @@ func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
 }
 
 // Tracked reports whether git's index holds the file at path (absolute):
-// false outside git.
+// false outside git. root is the memory's root.
 func Tracked(root, path string) bool {
 	g, _ := openGit(root)
 	if g == nil {
@@ -122,7 +122,16 @@ func Tracked(root, path string) bool {
 	if err != nil {
 		return false
 	}
-	_, in := g.inIndex(strings.TrimSuffix(rel, "/"))
+	rel = strings.TrimSuffix(rel, "/")
+	if gitrepo.ArtifactPath(rel) {
+		// A memory file: what the staleness check kept of the index (or
+		// read in this process) answers without decoding it again.
+		if a, ok := staleness.IndexArtifacts(g.root, filepath.Join(g.repo.GitDir, "index")); ok {
+			_, in := a.Files[rel]
+			return in
+		}
+	}
+	_, in := g.inIndex(rel)
 	return in
 }
 

@@ -391,3 +391,39 @@ func TestGitInputsLinkedWorktree(t *testing.T) {
 		t.Fatal("not complete")
 	}
 }
+
+// Tracked answers whether the index holds a file, from the index's
+// artifacts the staleness check kept for a memory file, and from the
+// index itself otherwise or once the index changed.
+func TestTracked(t *testing.T) {
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	log := filepath.Join(dir, ".memory", "learning-log.jsonl")
+	putFile(t, dir, ".memory/learning-log.jsonl", "{}\n")
+	putFile(t, dir, "src/a.go", "package src\n")
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "memory")
+	putFile(t, dir, ".memory/feedback.jsonl", "{}\n")
+	putFile(t, dir, "src/b.go", "package src\n")
+	want := map[string]bool{
+		log: true, filepath.Join(dir, ".memory", "feedback.jsonl"): false,
+		filepath.Join(dir, "src", "a.go"): true, filepath.Join(dir, "src", "b.go"): false,
+	}
+	check := func(what string) {
+		t.Helper()
+		for path, w := range want {
+			if got := Tracked(dir, path); got != w {
+				t.Errorf("%s: Tracked(%s) = %v, want %v", what, path, got, w)
+			}
+		}
+	}
+	check("nothing kept")
+	staleness.IndexIdentity(dir, filepath.Join(dir, ".git", "index"), true)
+	if _, ok := staleness.IndexArtifacts(dir, filepath.Join(dir, ".git", "index")); !ok {
+		t.Fatal("the index's artifacts were not kept: the test proves nothing")
+	}
+	check("the index's artifacts kept")
+	gitIn(t, dir, "rm", "-q", "--cached", ".memory/learning-log.jsonl")
+	want[log] = false
+	check("after git rm --cached")
+}
