@@ -18,8 +18,9 @@ const (
 	// and it collected twice to find most of it live: about 8 ms of CPU
 	// and 5 ms of its 70 (six alternated runs; a 30k first pass 0.36 ->
 	// 0.33 s). Where the limit binds (100,000 observations) the two are
-	// the same: the goal was the limit already (first pass 106 MiB,
-	// 1.06-1.19 s both ways; the full pass with the caches 123 MiB).
+	// the same: the goal was the limit already (first pass 104 MiB
+	// resident, 1.06-1.19 s both ways; the full pass with the caches
+	// 120 MiB).
 	passGCPercent = -1
 	// passHeapFloor and passHeapPerLogHalfByte set the soft memory limit
 	// that keeps it bounded: the larger of 96 MiB and five and a half
