@@ -65,8 +65,8 @@ type gitView struct {
 	versions map[version]bool
 
 	// arts is what the index holds under the artifacts' directories, as
-	// the staleness check's index identity kept it (artifactFacts); nil
-	// when it has not (artsRead: looked for).
+	// the staleness check's index identity kept it (keptIndex); nil when
+	// it has not (artsRead: looked for).
 	arts     *gitrepo.Artifacts
 	artsRead bool
 
@@ -81,6 +81,23 @@ type gitView struct {
 // git). For a repository whose format go-git cannot read it returns no
 // view and why: nothing can be asked of it.
 func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
+	g, unreadable := openRepo(root)
+	if g == nil {
+		return nil, unreadable
+	}
+	if ref, err := g.repo.Head(); err == nil {
+		if c, err := g.repo.CommitObject(ref.Hash()); err == nil {
+			if t, err := c.Tree(); err == nil {
+				g.head, g.headTree = c, t
+			}
+		}
+	}
+	return g, nil
+}
+
+// openRepo is openGit without HEAD's commit and tree: a view for the
+// questions to the index alone (Tracked).
+func openRepo(root string) (*gitView, *gitrepo.UnreadableError) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, nil
@@ -96,21 +113,13 @@ func openGit(root string) (*gitView, *gitrepo.UnreadableError) {
 	if err != nil {
 		return nil, nil
 	}
-	g := &gitView{repo: repo, root: abs, prefix: prefix, top: repo.Top, sparse: repo.Sparse(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}
-	if ref, err := repo.Head(); err == nil {
-		if c, err := repo.CommitObject(ref.Hash()); err == nil {
-			if t, err := c.Tree(); err == nil {
-				g.head, g.headTree = c, t
-			}
-		}
-	}
-	return g, nil
+	return &gitView{repo: repo, root: abs, prefix: prefix, top: repo.Top, sparse: repo.Sparse(), anchors: map[plumbing.Hash]map[string]bool{}, versions: map[version]bool{}}, nil
 }
 
 // Tracked reports whether git's index holds the file at path (absolute):
 // false outside git. root is the memory's root.
 func Tracked(root, path string) bool {
-	g, _ := openGit(root)
+	g, _ := openRepo(root)
 	if g == nil {
 		return false
 	}
@@ -126,7 +135,7 @@ func Tracked(root, path string) bool {
 	if gitrepo.ArtifactPath(rel) {
 		// A memory file: what the staleness check kept of the index (or
 		// read in this process) answers without decoding it again.
-		if a, ok := staleness.IndexArtifacts(g.root, filepath.Join(g.repo.GitDir, "index")); ok {
+		if a := g.keptIndex(); a != nil {
 			_, in := a.Files[rel]
 			return in
 		}
@@ -305,6 +314,14 @@ func (g *gitView) artifactFacts(rel, anchor string) *gitrepo.Artifacts {
 	if anchor != "" || g.sparse || !gitrepo.ArtifactPath(g.prefix+rel) {
 		return nil
 	}
+	return g.keptIndex()
+}
+
+// keptIndex returns what the index holds under the artifacts' directories
+// as the staleness check's index identity kept it for the index as it is
+// now (staleness.IndexArtifacts), read on the first call; nil when none
+// was kept.
+func (g *gitView) keptIndex() *gitrepo.Artifacts {
 	if !g.artsRead {
 		g.artsRead = true
 		if a, ok := staleness.IndexArtifacts(g.root, filepath.Join(g.repo.GitDir, "index")); ok {
