@@ -19,11 +19,11 @@ import (
 	"github.com/learnwatch/learnwatch/safefs"
 )
 
-// MaxIndex bounds the index file IndexDigest decodes (git's index holds
+// MaxIndex bounds the index file IndexFacts decodes (git's index holds
 // about 100 bytes per tracked file: this is millions of files).
 const MaxIndex = 512 << 20
 
-// Digests are two sums of an index (IndexDigest). Staged sums what it
+// Digests are two sums of an index (IndexFacts). Staged sums what it
 // stages: each entry's path, stage, mode, blob and the flags git keeps
 // with it (skip-worktree, intent-to-add), the cached trees and the
 // resolve-undo entries. Names sums its entries' paths and stages alone:
@@ -36,19 +36,13 @@ type Digests struct {
 	Staged, Names string
 }
 
-// IndexDigest returns the Digests of the index file at path, the file's
-// own checksum (its last 20 bytes, hex: the SHA-1 of everything before
-// them, which git writes and go-git verifies) and the stat of the file it
-// decoded. The file is opened without following a symlink, read at most
-// MaxIndex bytes, and decoded with go-git; an index go-git cannot decode
-// (a sparse or split index) is an error.
-func IndexDigest(path string) (d Digests, checksum string, fi fs.FileInfo, err error) {
-	d, _, checksum, fi, err = IndexFacts(path)
-	return d, checksum, fi, err
-}
-
-// IndexFacts is IndexDigest with what the index holds of the artifacts
-// (Artifacts), from the same decode.
+// IndexFacts returns the Digests of the index file at path, what it holds
+// of the artifacts (Artifacts), the file's own checksum (its last 20
+// bytes, hex: the SHA-1 of everything before them, which git writes and
+// go-git verifies) and the stat of the file it decoded. The file is opened
+// without following a symlink, read at most MaxIndex bytes, and decoded
+// with go-git once; an index go-git cannot decode (a sparse or split
+// index) is an error.
 func IndexFacts(path string) (d Digests, a Artifacts, checksum string, fi fs.FileInfo, err error) {
 	f, err := safefs.Open(path)
 	if err != nil {

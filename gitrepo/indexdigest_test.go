@@ -13,17 +13,17 @@ import (
 	"time"
 )
 
-// digest is IndexDigest of dir's index, failing the test on an error; it
+// digest is IndexFacts' digests of dir's index, failing the test on an error; it
 // also checks the checksum against IndexChecksum's.
 func digest(t *testing.T, dir string) (d Digests, sum string) {
 	t.Helper()
 	path := filepath.Join(dir, ".git", "index")
-	d, sum, fi, err := IndexDigest(path)
+	d, _, sum, fi, err := IndexFacts(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, gfi := IndexChecksum(path); got != sum || gfi == nil || gfi.Size() != fi.Size() {
-		t.Fatalf("IndexChecksum %q, IndexDigest's %q", got, sum)
+		t.Fatalf("IndexChecksum %q, IndexFacts' %q", got, sum)
 	}
 	return d, sum
 }
@@ -145,7 +145,7 @@ func TestIndexDigestRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			os.Remove(index)
 			spoil()
-			if d, _, _, err := IndexDigest(index); err == nil {
+			if d, _, _, _, err := IndexFacts(index); err == nil {
 				t.Fatalf("digests %v of a spoilt index", d)
 			}
 			if name != "a byte flipped" && name != "truncated" {
@@ -157,7 +157,7 @@ func TestIndexDigestRefuses(t *testing.T) {
 	}
 }
 
-// IndexDigest decodes what a clone holds: any bytes end in an error or a
+// IndexFacts decodes what a clone holds: any bytes end in an error or a
 // digest, never a panic, and the same bytes give the same digest and the
 // checksum IndexChecksum reads.
 func FuzzIndexDigest(f *testing.F) {
@@ -174,16 +174,16 @@ func FuzzIndexDigest(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		d, sum, _, err := IndexDigest(path)
+		d, _, sum, _, err := IndexFacts(path)
 		if err != nil {
 			return
 		}
-		d2, sum2, _, err := IndexDigest(path)
+		d2, _, sum2, _, err := IndexFacts(path)
 		if err != nil || d2 != d || sum2 != sum {
 			t.Fatalf("decoded twice: %s %s, then %s %s (%v)", d, sum, d2, sum2, err)
 		}
 		if got, _ := IndexChecksum(path); got != sum && sum != "0000000000000000000000000000000000000000" {
-			t.Fatalf("IndexChecksum %q, IndexDigest's %q", got, sum)
+			t.Fatalf("IndexChecksum %q, IndexFacts' %q", got, sum)
 		}
 	})
 }

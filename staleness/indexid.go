@@ -83,7 +83,7 @@ func unpackArtifacts(b []byte) (map[string]gitrepo.ArtifactFile, bool) {
 const maxIndexMemo = 4 << 10
 
 // indexMemo is IndexDigestFile's content: an index whose bytes have the
-// checksum Checksum has the Digests (gitrepo.IndexDigest). All are
+// checksum Checksum has the Digests (gitrepo.IndexFacts). All are
 // functions of the index's bytes alone: a memo copied with a checkout, or
 // planted in a clone, names the index it was computed from or none.
 type indexMemo struct {
@@ -127,7 +127,7 @@ func same(id string) IndexID { return IndexID{Staged: id, Names: id} }
 // IndexIdentity identifies the git index file name, for the keys of
 // results that depend on it (the staleness cache's, the session's stale
 // marks', the engine's pass replay): digests of its entries without their
-// stat data (gitrepo.IndexDigest; IndexID).
+// stat data (gitrepo.IndexFacts; IndexID).
 // `git status` rewrites the index with new stat data when a file was
 // touched — and after most commits, whose racily clean entries it hashes
 // again — and every result keyed on the index was computed again after
