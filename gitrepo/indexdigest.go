@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -159,22 +162,138 @@ func digestsOf(idx *index.Index) Digests {
 }
 
 // Artifacts is what an index holds under the directories rendered
-// artifacts live in (ArtifactPath): each file's blob and mode, and
+// artifacts live in (ArtifactPath): each file's blob and mode (File), and
 // whether the index holds exactly the files of the tree Tree — git's
 // cached tree of the whole index, valid (a commit, a checkout or a reset
 // leaves it so) and covering every entry, none of them conflicted or
 // added with intent-to-add. When Tree is HEAD's tree, HEAD holds exactly
 // these files under those directories: what reconcile asks of HEAD for a
 // missing or edited artifact is answered without reading a tree object.
+// The files are a map as decoded, or the bytes Pack made when read back
+// (UnpackArtifacts): a pass that asks about one file of 20,000 looks it
+// up there instead of making a map of them all (10-14 ms).
 type Artifacts struct {
-	Files map[string]ArtifactFile // by path relative to the worktree top
-	Tree  [20]byte                // zero: no valid cached tree of the whole index
+	Tree  [20]byte // zero: no valid cached tree of the whole index
+	files map[string]ArtifactFile
+	// packed, when files is nil, holds them as Pack wrote them; at, the
+	// offset of each entry, in the order of their paths.
+	packed []byte
+	at     []int32
 }
 
 // ArtifactFile is an index entry's blob and mode (filemode.FileMode).
 type ArtifactFile struct {
 	Blob [20]byte
 	Mode uint32
+}
+
+// artifactEntry is a packed entry's size besides its path: a NUL, the
+// blob's 20 bytes and the mode's 4 (big-endian).
+const artifactEntry = 1 + 20 + 4
+
+// File returns what the index holds at path (relative to the worktree
+// top, slash-separated), false when it holds nothing there.
+func (a *Artifacts) File(path string) (ArtifactFile, bool) {
+	if a.packed == nil {
+		f, ok := a.files[path]
+		return f, ok
+	}
+	p := []byte(path)
+	i, ok := slices.BinarySearchFunc(a.at, p, func(at int32, p []byte) int { return bytes.Compare(a.pathAt(at), p) })
+	if !ok {
+		return ArtifactFile{}, false
+	}
+	return a.fileAt(a.at[i]), true
+}
+
+// Len is how many files a holds.
+func (a *Artifacts) Len() int {
+	if a.packed == nil {
+		return len(a.files)
+	}
+	return len(a.at)
+}
+
+// All yields a's files in no order.
+func (a *Artifacts) All() iter.Seq2[string, ArtifactFile] {
+	return func(yield func(string, ArtifactFile) bool) {
+		if a.packed == nil {
+			for p, f := range a.files {
+				if !yield(p, f) {
+					return
+				}
+			}
+			return
+		}
+		for _, at := range a.at {
+			if !yield(string(a.pathAt(at)), a.fileAt(at)) {
+				return
+			}
+		}
+	}
+}
+
+func (a *Artifacts) pathAt(at int32) []byte {
+	return a.packed[at : int(at)+bytes.IndexByte(a.packed[at:], 0)]
+}
+
+func (a *Artifacts) fileAt(at int32) ArtifactFile {
+	b := a.packed[int(at)+len(a.pathAt(at))+1:]
+	var f ArtifactFile
+	copy(f.Blob[:], b)
+	f.Mode = binary.BigEndian.Uint32(b[20:])
+	return f
+}
+
+// Pack returns a's files as bytes, in the order of their paths: each
+// path, a NUL, the blob's 20 bytes and the mode's 4 (big-endian).
+func (a *Artifacts) Pack() []byte {
+	paths := slices.Sorted(func(yield func(string) bool) {
+		for p := range a.All() {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	n := 0
+	for _, p := range paths {
+		n += len(p) + artifactEntry
+	}
+	b := make([]byte, 0, n)
+	for _, p := range paths {
+		f, _ := a.File(p)
+		b = append(b, p...)
+		b = append(b, 0)
+		b = append(b, f.Blob[:]...)
+		b = binary.BigEndian.AppendUint32(b, f.Mode)
+	}
+	return b
+}
+
+// UnpackArtifacts returns the Artifacts of the cached tree tree whose
+// files Pack packed into b, which they keep (b is not copied); false for
+// bytes Pack did not make (an entry cut short, a path empty or out of
+// order).
+func UnpackArtifacts(tree [20]byte, b []byte) (Artifacts, bool) {
+	if len(b) > math.MaxInt32 {
+		return Artifacts{}, false
+	}
+	a := Artifacts{Tree: tree, packed: b, at: []int32{}}
+	var last []byte
+	for i := 0; i < len(b); {
+		n := bytes.IndexByte(b[i:], 0)
+		if n <= 0 || len(b)-i < n+artifactEntry {
+			return Artifacts{}, false
+		}
+		if p := b[i : i+n]; len(a.at) == 0 || bytes.Compare(last, p) < 0 {
+			last = p
+		} else {
+			return Artifacts{}, false
+		}
+		a.at = append(a.at, int32(i))
+		i += n + artifactEntry
+	}
+	return a, true
 }
 
 // ArtifactPath reports whether path (slash-separated, relative to the
@@ -198,7 +317,7 @@ var artifactDirs = []string{".claude/commands/", ".claude/skills/", ".memory/"}
 
 // artifactsOf is idx's Artifacts.
 func artifactsOf(idx *index.Index) Artifacts {
-	a := Artifacts{Files: map[string]ArtifactFile{}}
+	a := Artifacts{files: map[string]ArtifactFile{}}
 	whole := idx.Cache != nil && len(idx.Cache.Entries) > 0 && idx.Cache.Entries[0].Path == "" &&
 		idx.Cache.Entries[0].Entries == len(idx.Entries)
 	for _, e := range idx.Entries {
@@ -209,7 +328,7 @@ func artifactsOf(idx *index.Index) Artifacts {
 			whole = false
 		}
 		if ArtifactPath(e.Name) {
-			a.Files[e.Name] = ArtifactFile{Blob: e.Hash, Mode: uint32(e.Mode)}
+			a.files[e.Name] = ArtifactFile{Blob: e.Hash, Mode: uint32(e.Mode)}
 		}
 	}
 	if whole {

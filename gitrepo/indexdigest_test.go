@@ -238,11 +238,25 @@ func TestIndexFactsArtifacts(t *testing.T) {
 		return h
 	}
 	a := facts()
-	if len(a.Files) != len(artifacts) {
-		t.Fatalf("files %v, want exactly %v", slices.Sorted(maps.Keys(a.Files)), artifacts)
+	packed, ok := UnpackArtifacts(a.Tree, a.Pack())
+	if !ok {
+		t.Fatal("the packed files do not unpack")
+	}
+	for _, a := range []Artifacts{a, packed} {
+		if a.Len() != len(artifacts) {
+			t.Fatalf("files %v, want exactly %v", slices.Sorted(maps.Keys(maps.Collect(a.All()))), artifacts)
+		}
+		for _, p := range []string{".claude/settings.json", "docs/skills/x.md", "a.txt", ".claude/commands/self-learning/zz.md"} {
+			if _, ok := a.File(p); ok {
+				t.Errorf("%s: held", p)
+			}
+		}
 	}
 	for _, p := range artifacts {
-		f, ok := a.Files[p]
+		f, ok := a.File(p)
+		if pf, pok := packed.File(p); pf != f || pok != ok {
+			t.Errorf("%s: packed %v %v, as decoded %v %v", p, pf, pok, f, ok)
+		}
 		if !ok {
 			t.Fatalf("%s missing", p)
 		}
@@ -302,4 +316,30 @@ func TestIndexFactsArtifacts(t *testing.T) {
 			t.Errorf("ArtifactPath(%q) = true", p)
 		}
 	}
+}
+
+// The kept artifacts' file is the clone's input: unpacking any bytes
+// never panics, and what unpacks packs to bytes that unpack to the same,
+// each file found by its path.
+func FuzzUnpackArtifacts(f *testing.F) {
+	seed := Artifacts{files: map[string]ArtifactFile{".claude/commands/a.md": {Mode: 0o100644}, ".claude/skills/b/SKILL.md": {Blob: [20]byte{1}}}}
+	f.Add(seed.Pack())
+	f.Add([]byte("x\x00short"))
+	f.Add([]byte("\x00" + strings.Repeat("b", 24)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, ok := UnpackArtifacts([20]byte{}, b)
+		if !ok {
+			return
+		}
+		files := maps.Collect(a.All())
+		for p, want := range files {
+			if got, ok := a.File(p); !ok || got != want {
+				t.Fatalf("%q: %s is %v %v, listed as %v", b, p, got, ok, want)
+			}
+		}
+		again, ok := UnpackArtifacts([20]byte{}, (&Artifacts{files: files}).Pack())
+		if !ok || !maps.Equal(files, maps.Collect(again.All())) {
+			t.Fatalf("%q: unpacked %v, then %v", b, files, maps.Collect(again.All()))
+		}
+	})
 }

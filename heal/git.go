@@ -136,7 +136,7 @@ func Tracked(root, path string) bool {
 		// A memory file: what the staleness check kept of the index (or
 		// read in this process) answers without decoding it again.
 		if a := g.keptIndex(); a != nil {
-			_, in := a.Files[rel]
+			_, in := a.File(rel)
 			return in
 		}
 	}
@@ -206,7 +206,7 @@ func (g *gitView) deleted(rel, anchor string, since time.Time) bool {
 		// What the index holds, kept by the staleness check: in it, an
 		// uncommitted deletion; not in it, HEAD's tree is asked unless
 		// the index holds exactly HEAD's files.
-		if _, in := a.Files[g.prefix+rel]; in {
+		if _, in := a.File(g.prefix + rel); in {
 			return true
 		}
 		if !g.indexIsHead(a) && g.has(g.headTree, rel, anchor) {
@@ -271,7 +271,7 @@ func (g *gitView) checkedOut(rel, anchor, obsID, recorded string, current []byte
 	var blob plumbing.Hash
 	if a := g.artifactFacts(rel, anchor); a != nil && g.indexIsHead(a) {
 		// The index holds exactly HEAD's files: its entry is HEAD's.
-		f, in := a.Files[g.prefix+rel]
+		f, in := a.File(g.prefix + rel)
 		if !in || !filemode.FileMode(f.Mode).IsFile() {
 			return false
 		}

@@ -1,8 +1,6 @@
 package staleness
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,7 +18,7 @@ import (
 const IndexDigestFile = "index.digest"
 
 // indexMemoMagic starts the file; another version is ignored.
-const indexMemoMagic = "learnwatch index digest 3\n"
+const indexMemoMagic = "learnwatch index digest 4\n"
 
 // IndexArtifactsFile keeps, in the cache directory, what the last index
 // read holds under the artifacts' directories (gitrepo.Artifacts), with
@@ -29,54 +27,21 @@ const indexMemoMagic = "learnwatch index digest 3\n"
 const IndexArtifactsFile = "index.artifacts"
 
 // indexArtifactsMagic starts that file; another version is ignored.
-const indexArtifactsMagic = "learnwatch index artifacts 1\n"
+const indexArtifactsMagic = "learnwatch index artifacts 2\n"
 
 // maxIndexArtifacts bounds that file (an entry is about 100 bytes).
 const maxIndexArtifacts = 64 << 20
 
 // artifactsMemo is IndexArtifactsFile's content: an index whose bytes
-// have the checksum Checksum holds the files Files (packArtifacts) and
+// have the checksum Checksum holds the files Files (gitrepo's Pack) and
 // the cached tree Tree (gitrepo.Artifacts). The files are one byte slice,
 // not a map: a session start right after `git status` keeps them, and
-// encoding 2,000 entries one by one cost it a millisecond.
+// encoding 2,000 entries one by one cost it a millisecond; a pass looks up
+// the few it asks about in them (gitrepo.UnpackArtifacts).
 type artifactsMemo struct {
 	Checksum string
 	Tree     [20]byte
 	Files    []byte
-}
-
-// packArtifacts packs files, in no order: each path, a NUL, the blob's
-// 20 bytes and the mode's 4 (big-endian).
-func packArtifacts(files map[string]gitrepo.ArtifactFile) []byte {
-	n := 0
-	for name := range files {
-		n += len(name) + 1 + 20 + 4
-	}
-	b := make([]byte, 0, n)
-	for name, f := range files {
-		b = append(b, name...)
-		b = append(b, 0)
-		b = append(b, f.Blob[:]...)
-		b = binary.BigEndian.AppendUint32(b, f.Mode)
-	}
-	return b
-}
-
-// unpackArtifacts undoes packArtifacts; false for bytes it did not make.
-func unpackArtifacts(b []byte) (map[string]gitrepo.ArtifactFile, bool) {
-	files := map[string]gitrepo.ArtifactFile{}
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, 0)
-		if i <= 0 || len(b) < i+1+20+4 {
-			return nil, false
-		}
-		var f gitrepo.ArtifactFile
-		copy(f.Blob[:], b[i+1:])
-		f.Mode = binary.BigEndian.Uint32(b[i+1+20:])
-		files[string(b[:i])] = f
-		b = b[i+1+20+4:]
-	}
-	return files, true
 }
 
 // maxIndexMemo bounds the file read (it holds three short strings).
@@ -168,7 +133,7 @@ func IndexIdentity(root, name string, keep bool) (id IndexID, fi fs.FileInfo) {
 	// made for it. The artifacts' file goes first: the digest's memo
 	// says it was written.
 	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil && keep {
-		m.Artifacts = cachedir.WriteGobUnsynced(root, IndexArtifactsFile, indexArtifactsMagic, &artifactsMemo{Checksum: m.Checksum, Tree: a.Tree, Files: packArtifacts(a.Files)}) == nil
+		m.Artifacts = cachedir.WriteGobUnsynced(root, IndexArtifactsFile, indexArtifactsMagic, &artifactsMemo{Checksum: m.Checksum, Tree: a.Tree, Files: a.Pack()}) == nil
 		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &m)
 	}
 	return m.id(), fi
@@ -221,8 +186,8 @@ func IndexArtifacts(root, name string) (gitrepo.Artifacts, bool) {
 	}
 	var m artifactsMemo
 	if cachedir.ReadGob(root, IndexArtifactsFile, indexArtifactsMagic, maxIndexArtifacts, &m) && m.Checksum == sum {
-		if files, ok := unpackArtifacts(m.Files); ok {
-			return gitrepo.Artifacts{Files: files, Tree: m.Tree}, true
+		if a, ok := gitrepo.UnpackArtifacts(m.Tree, m.Files); ok {
+			return a, true
 		}
 	}
 	return gitrepo.Artifacts{}, false

@@ -182,11 +182,11 @@ func TestIndexArtifacts(t *testing.T) {
 	indexIdentity(r.dir, index, true)
 	lastDigest.set(indexMemo{}, gitrepo.Artifacts{}) // this process forgets: the kept file answers
 	a, ok := IndexArtifacts(r.dir, index)
-	if !ok || len(a.Files) != 1 || a.Tree == [20]byte{} {
+	if !ok || a.Len() != 1 || a.Tree == [20]byte{} {
 		t.Fatalf("kept facts: %v %+v", ok, a)
 	}
-	if _, ok := a.Files[".claude/commands/self-learning/lint.md"]; !ok {
-		t.Fatalf("files %v", a.Files)
+	if _, ok := a.File(".claude/commands/self-learning/lint.md"); !ok {
+		t.Fatalf("files %v", maps.Collect(a.All()))
 	}
 	refreshIndex(t, r, "src/a.go")
 	if _, ok := IndexArtifacts(r.dir, index); ok {
@@ -207,22 +207,4 @@ func TestIndexArtifacts(t *testing.T) {
 	if a, ok := IndexArtifacts(r.dir, index); !ok || a.Tree != [20]byte{} {
 		t.Fatalf("after a change staged: %v, tree %x (want none)", ok, a.Tree)
 	}
-}
-
-// The kept artifacts' file is the clone's input: unpacking any bytes
-// never panics, and what unpacks packs to bytes that unpack to the same.
-func FuzzUnpackArtifacts(f *testing.F) {
-	f.Add(packArtifacts(map[string]gitrepo.ArtifactFile{".claude/commands/a.md": {Mode: 0o100644}}))
-	f.Add([]byte("x\x00short"))
-	f.Add([]byte("\x00" + strings.Repeat("b", 24)))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		files, ok := unpackArtifacts(b)
-		if !ok {
-			return
-		}
-		again, ok := unpackArtifacts(packArtifacts(files))
-		if !ok || !maps.Equal(files, again) {
-			t.Fatalf("%q: unpacked %v, then %v", b, files, again)
-		}
-	})
 }
