@@ -132,6 +132,12 @@ func (s *logSource) failed() error {
 	return s.err
 }
 
+// Held reports whether every line of the log is in memory (a log read
+// whole, or none), none read back from its file in chunks
+// (ReadLogChunked): a Clone of it can then be written on another
+// goroutine while the log itself is used.
+func (l *Log) Held() bool { return l != nil && l.src == nil }
+
 // Err returns why a line of a chunked log could not be read back (the
 // file rewritten in place, a failed read), or nil: a log with an error is
 // never written, and what its lines said is not to be trusted.
