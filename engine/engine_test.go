@@ -131,3 +131,28 @@ func TestMultiplier(t *testing.T) {
 		t.Errorf("no overlay: multiplier %v, want 1", m)
 	}
 }
+
+// A pass that is not the watcher's removes the log and manifest its
+// commits replaced (kept under temporary names until then, heal.Replaced)
+// while the policy is refreshed, and returns with them gone.
+func TestReplacedGoneAfterPass(t *testing.T) {
+	root, e := memory(t)
+	if err := os.Remove(filepath.Join(root, ".claude/commands/self-learning/run-the-linter-before-pushing.md")); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Reconcile(context.Background(), Pass{Now: testNow})
+	if err != nil || rep.Deletions != 1 || len(rep.Wrote) == 0 {
+		t.Fatalf("pass: %+v %v", rep.Result, err)
+	}
+	for _, dir := range []string{".memory", ".memory/.cache"} {
+		entries, err := os.ReadDir(filepath.Join(root, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			if manifest.Volatile(en.Name()) {
+				t.Errorf("left behind in %s: %s", dir, en.Name())
+			}
+		}
+	}
+}
