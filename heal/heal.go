@@ -2016,7 +2016,9 @@ func (r Result) Summary() string {
 
 // markStale runs the staleness pass on log under the lock and counts it
 // in res; a learning log git tracks keeps its marks unless
-// opts.MarkTracked.
+// opts.MarkTracked. changed reports whether a line's marks are not what
+// they were before it (a log staged before it is then not the one to
+// write: stageAhead).
 func markStale(ctx context.Context, root string, p manifest.Paths, opts Options, opening *openingChecker, log *manifest.Log, res *Result) (changed bool) {
 	n, marked, in, cacheErr, err := stalePass(ctx, root, *opts.Staleness, opening, log)
 	res.StaleCacheErr, res.StaleInputs = cacheErr, in
