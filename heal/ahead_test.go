@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/manifest"
@@ -21,7 +22,7 @@ func aheadRepo(t *testing.T, inGit bool) (string, map[string]string) {
 			readyObs("obs_b", manifest.Workflow, "Rotate the staging keys", "Steps: revoke, issue, deploy.")+
 			readyObs("obs_c", manifest.Procedural, "Profile a slow handler", "Steps: open `src/app.go`, run pprof, read the flame graph."), 3)
 	putFile(t, root, "src/app.go", "package app\n")
-	if _, err := Reconcile(context.Background(), root, Options{Now: testNow, LockTimeout: 10e9, Staleness: &config.Staleness{}}); err != nil {
+	if _, err := Reconcile(context.Background(), root, Options{Now: testNow, LockTimeout: 10 * time.Second, Staleness: &config.Staleness{}}); err != nil {
 		t.Fatal(err)
 	}
 	if inGit {
@@ -67,7 +68,7 @@ func TestLogStagedAhead(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				opts.Now, opts.Feedback, opts.Staleness = testNow.Add(1e9), true, &config.Staleness{}
+				opts.Now, opts.Feedback, opts.Staleness = testNow.Add(time.Second), true, &config.Staleness{}
 				p := manifest.PathsFor(root)
 				pr, res, err := prepareLocked(context.Background(), root, p, opts)
 				if err != nil || pr == nil {

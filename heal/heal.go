@@ -1504,7 +1504,8 @@ type pass struct {
 	// aheadLog is the copy of the log staged before the staleness pass
 	// when it is the one written (logW is its staging): once committed it
 	// is the pass's log. aheadW is such a staging the staleness pass made
-	// wrong (a mark changed), dropped with the pass.
+	// wrong (a mark changed, or none is left to write), dropped with the
+	// pass.
 	aheadLog    *manifest.Log
 	aheadW      *staged
 	usageBefore int
@@ -1626,17 +1627,21 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 			pr.manifestBytes = nil // the staging holds them until written
 			st.letGo()
 		}
-		var ahead *aheadLog
+		var aheadLog *manifest.Log
+		var aheadW *staged
 		if opts.Warm == nil && !opts.Render && st.Log.Held() && st.Log.Changed() {
-			ahead = stageAhead(p, st.Log)
+			aheadLog, aheadW = stageAhead(p, st.Log)
 		}
-		if markStale(ctx, root, p, opts, opening, st.Log, &res) || !st.Log.Changed() {
-			pr.aheadW = ahead.discard()
-		} else if ahead != nil {
-			pr.logW, pr.aheadLog = ahead.w, ahead.log
+		changed := markStale(ctx, root, p, opts, opening, st.Log, &res)
+		switch {
+		case aheadW == nil:
+		case changed || !st.Log.Changed():
+			pr.aheadW = aheadW // staged for nothing: dropped with the pass
+		default:
+			pr.logW, pr.aheadLog = aheadW, aheadLog
 		}
 	}
-	if st.Log.Changed() && pr.logW == nil {
+	if pr.logW == nil && st.Log.Changed() {
 		pr.logW = stage(func() (stagedFile, error) {
 			h := proofHash()
 			s, err := manifest.StageLog(p.Log, st.Log, h)
@@ -1648,37 +1653,22 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	return pr, res, nil
 }
 
-// aheadLog is the log of a pass staged before its staleness pass, from a
-// copy of the log as the plan left it: the staleness pass takes several
-// milliseconds of CPU, and the log's write and sync (3.8 MB at 10,000
-// observations, 3–7 ms waited for after the staleness pass) run
-// meanwhile. Most passes change no mark (a settled memory keeps its
-// marks; a git-tracked log's are not written by a hook), and the copy
-// staged is then the log the pass writes. A pass whose staleness pass
-// changed a mark drops it and stages the log again.
-type aheadLog struct {
-	log *manifest.Log // the copy staged
-	w   *staged
-}
-
 // stageAhead stages a copy of log (manifest.Log.Clone: its lines apart,
-// its bytes shared) on another goroutine. Only for a pass that keeps no
-// state (nothing asks for the staged log's proof, heal.Warm) and a log
-// held in memory (manifest.Log.Held): the copy's lines are not read back
-// from the file while the staleness pass reads the log's.
-func stageAhead(p manifest.Paths, log *manifest.Log) *aheadLog {
+// its bytes shared) on another goroutine, before the staleness pass: that
+// pass takes several milliseconds of CPU, and the log's write and sync
+// (3.8 MB at 10,000 observations, 3–7 ms waited for after the staleness
+// pass) run meanwhile. Most passes change no mark (a settled memory keeps
+// its marks; a git-tracked log's are not written by a hook), and the copy
+// staged is then the log the pass writes; a pass whose staleness pass
+// changed a mark drops it and stages the log again. Only for a pass that
+// keeps no state (nothing asks for the staged log's proof, heal.Warm) and
+// a log held in memory (manifest.Log.Held): the copy's lines are not read
+// back from the file while the staleness pass reads the log's.
+func stageAhead(p manifest.Paths, log *manifest.Log) (*manifest.Log, *staged) {
 	c, _ := log.Clone()
-	return &aheadLog{log: c, w: stage(func() (stagedFile, error) {
+	return c, stage(func() (stagedFile, error) {
 		return manifest.StageLog(p.Log, c, nil)
-	})}
-}
-
-// discard returns the staging to drop (nil: none).
-func (a *aheadLog) discard() *staged {
-	if a == nil {
-		return nil
-	}
-	return a.w
+	})
 }
 
 // letGo drops what only planning read or decided — the manifest, the
