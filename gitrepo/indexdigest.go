@@ -248,20 +248,17 @@ func (a *Artifacts) fileAt(at int32) ArtifactFile {
 // Pack returns a's files as bytes, in the order of their paths: each
 // path, a NUL, the blob's 20 bytes and the mode's 4 (big-endian).
 func (a *Artifacts) Pack() []byte {
-	paths := slices.Sorted(func(yield func(string) bool) {
-		for p := range a.All() {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	if a.packed != nil {
+		return bytes.Clone(a.packed) // Pack's bytes (UnpackArtifacts)
+	}
+	paths := slices.Sorted(maps.Keys(a.files))
 	n := 0
 	for _, p := range paths {
 		n += len(p) + artifactEntry
 	}
 	b := make([]byte, 0, n)
 	for _, p := range paths {
-		f, _ := a.File(p)
+		f := a.files[p]
 		b = append(b, p...)
 		b = append(b, 0)
 		b = append(b, f.Blob[:]...)
@@ -306,14 +303,16 @@ func ArtifactPath(path string) bool {
 		return false
 	}
 	for _, d := range artifactDirs {
-		if strings.HasPrefix(path, d) || strings.Contains(path, "/"+d) {
+		if strings.HasPrefix(path, d[1:]) || strings.Contains(path, d) {
 			return true
 		}
 	}
 	return false
 }
 
-var artifactDirs = []string{".claude/commands/", ".claude/skills/", ".memory/"}
+// artifactDirs are the directories ArtifactPath looks for, each with the
+// slash before it (below the top) and, without it, at the top.
+var artifactDirs = []string{"/.claude/commands/", "/.claude/skills/", "/.memory/"}
 
 // artifactsOf is idx's Artifacts.
 func artifactsOf(idx *index.Index) Artifacts {

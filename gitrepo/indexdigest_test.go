@@ -242,6 +242,9 @@ func TestIndexFactsArtifacts(t *testing.T) {
 	if !ok {
 		t.Fatal("the packed files do not unpack")
 	}
+	if !bytes.Equal(packed.Pack(), a.Pack()) {
+		t.Fatal("packed again, the unpacked files give other bytes")
+	}
 	for _, a := range []Artifacts{a, packed} {
 		if a.Len() != len(artifacts) {
 			t.Fatalf("files %v, want exactly %v", slices.Sorted(maps.Keys(maps.Collect(a.All()))), artifacts)
