@@ -614,7 +614,7 @@ type Log struct {
 	// byID indexes Find over the first indexed lines: the index of each
 	// id's first valid line. Built anew, never changed in place, so that a
 	// clone shares it.
-	byID    map[string]int
+	byID    *idIndex
 	indexed int
 }
 
@@ -909,17 +909,9 @@ func (l *Log) FindLine(id string) *Line { return l.findLine(id) }
 
 func (l *Log) findLine(id string) *Line {
 	if l.byID == nil || l.indexed != len(l.Lines) {
-		byID := make(map[string]int, len(l.Lines))
-		for i, ln := range l.Lines {
-			if ln.valid() {
-				if _, dup := byID[ln.ID()]; !dup {
-					byID[ln.ID()] = i
-				}
-			}
-		}
-		l.byID, l.indexed = byID, len(l.Lines)
+		l.byID, l.indexed = newIDIndex(l.Lines), len(l.Lines)
 	}
-	if i, ok := l.byID[id]; ok {
+	if i := l.byID.find(l.Lines, id); i >= 0 {
 		return l.Lines[i]
 	}
 	return nil
