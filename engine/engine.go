@@ -218,6 +218,7 @@ func (e *Engine) Reconcile(ctx context.Context, p Pass) (Report, error) {
 			return rep, nil
 		}
 		e.logc = nil // read ahead for nothing: the full pass parses it
+		start.letGoRecorded()
 	}
 	if p.WaitForGit {
 		if op := hooks.OperationAt(e.root); op != "" {

@@ -347,6 +347,28 @@ type replayStart struct {
 	// gitOnly: the pass (Pass.AfterGit) was answered from the record
 	// though HEAD or git's own files changed since.
 	gitOnly bool
+	// recIndex is the stat the record held for git's index (rec.Index),
+	// kept when the record's stats are let go (letGoRecorded); nil when
+	// it held none.
+	recIndex *depStat
+}
+
+// letGoRecorded lets go of the stats the record held, once the check has
+// compared them, before the full pass: the confirmation after it compares
+// the stats taken now (stats) and the record's paths, and noteIndex the
+// index's recorded stat, kept. At 100,000 observations they were 2 MB
+// held through the pass.
+func (s *replayStart) letGoRecorded() {
+	if s == nil || s.rec == nil {
+		return
+	}
+	r := *s.rec
+	if i, ok := slices.BinarySearch(r.Paths, r.Index); ok && r.Index != "" && i < len(r.Stats) {
+		st := r.Stats[i]
+		s.recIndex = &st
+	}
+	r.Stats = nil
+	s.rec = &r
 }
 
 // known hands what the replay check stat'ed to the full pass that runs
@@ -585,7 +607,7 @@ func (e *Engine) recordReplay(key string, p Pass, res heal.Result, start *replay
 	}
 	rec.GitAsked = res.GitAsked
 	rec.MarkTracked, rec.Withheld = p.MarkTracked, res.Withheld
-	noteIndex(e.root, &rec, start.rec)
+	noteIndex(e.root, &rec, start.rec, start.recIndex)
 	mode := statcache.ModeOf(e.cfg.Engine.CheckStat)
 	wait := quiet(mode)
 	if e.replayQuiet > 0 {
@@ -701,17 +723,23 @@ func indexPath(root string) string {
 // noteIndex sets rec.Index and rec.IndexID, rec's stats and GitAsked being
 // taken: the identity (indexID) of the index file whose stat is the one
 // recorded, taken from last (the record the pass started from) when it
-// recorded the same stat for a pass of the same kind.
+// recorded the same stat for a pass of the same kind: lastIndex, or
+// last's own stats when it still holds them (letGoRecorded).
 // An index that is not among rec's paths, or was replaced since its stat
 // was taken, leaves both "": a change of its stat then runs a full pass.
-func noteIndex(root string, rec, last *replayRecord) {
+func noteIndex(root string, rec, last *replayRecord, lastIndex *depStat) {
 	path := indexPath(root)
 	i, ok := slices.BinarySearch(rec.Paths, path)
 	if path == "" || !ok || rec.Kinds[i] == depList || rec.Kinds[i] == depWay || rec.Stats[i].Type == 0 {
 		return
 	}
 	if last != nil && last.Index == path && last.IndexID != "" && last.GitAsked == rec.GitAsked {
-		if j, ok := slices.BinarySearch(last.Paths, path); ok && last.Stats[j] == rec.Stats[i] {
+		if lastIndex == nil {
+			if j, ok := slices.BinarySearch(last.Paths, path); ok && j < len(last.Stats) {
+				lastIndex = &last.Stats[j]
+			}
+		}
+		if lastIndex != nil && *lastIndex == rec.Stats[i] {
 			rec.Index, rec.IndexID = path, last.IndexID
 			return
 		}

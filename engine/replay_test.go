@@ -947,3 +947,55 @@ func TestReplayAskedGitAfterIndexChange(t *testing.T) {
 		gitRun(t, root, "add", "notes.txt")
 	})
 }
+
+// The record's stats are let go before the full pass (letGoRecorded); the
+// index's identity is still taken from the record when the index's stat is
+// the one it recorded, and never when it is not.
+func TestNoteIndexAfterRecordedStatsLetGo(t *testing.T) {
+	root := t.TempDir()
+	gitOut(t, root, "init", "-q")
+	putFile(t, root, "a.go", "package a\n")
+	gitOut(t, root, "add", "a.go")
+	path := indexPath(root)
+	if path == "" {
+		t.Fatal("no index path in a git repository")
+	}
+	now := lstatDep(path)
+	if now.Type == 0 {
+		t.Fatal("the index is not there")
+	}
+	other := now
+	other.Mtime++
+	for _, c := range []struct {
+		what     string
+		recorded depStat
+		planted  bool
+	}{
+		{"same stat", now, true},
+		{"another stat", other, false},
+	} {
+		last := &replayRecord{Paths: []string{path}, Kinds: []depKind{depFile}, Stats: []depStat{c.recorded}, Index: path, IndexID: "planted"}
+		start := &replayStart{rec: last}
+		start.letGoRecorded()
+		if start.rec.Stats != nil || last.Stats == nil {
+			t.Fatalf("%s: the start's record kept its stats (or the record read lost them)", c.what)
+		}
+		if start.recIndex == nil || *start.recIndex != c.recorded {
+			t.Fatalf("%s: the index's recorded stat not kept: %v", c.what, start.recIndex)
+		}
+		rec := &replayRecord{Paths: []string{path}, Kinds: []depKind{depFile}, Stats: []depStat{now}}
+		noteIndex(root, rec, start.rec, start.recIndex)
+		if got := rec.IndexID == "planted"; got != c.planted {
+			t.Fatalf("%s: identity taken from the record = %v, want %v (IndexID %q)", c.what, got, c.planted, rec.IndexID)
+		}
+		if !c.planted && rec.IndexID == "" {
+			t.Fatalf("%s: no identity taken from the index itself", c.what)
+		}
+		// The record as read (not let go) answers the same.
+		rec = &replayRecord{Paths: []string{path}, Kinds: []depKind{depFile}, Stats: []depStat{now}}
+		noteIndex(root, rec, last, nil)
+		if got := rec.IndexID == "planted"; got != c.planted {
+			t.Fatalf("%s, record as read: identity taken from the record = %v, want %v", c.what, got, c.planted)
+		}
+	}
+}
