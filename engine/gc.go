@@ -36,7 +36,7 @@ const (
 	passHeapPerLogHalfByte = 11
 	// passHeapPerChunkedLogHalfByte is the limit's bytes per byte of a log
 	// read in chunks (manifest.ReadsChunked), which the pass does not
-	// hold: two and a half. The history, at 100,000 observations (a 38 MB
+	// hold: two. The history, at 100,000 observations (a 38 MB
 	// log): at four per byte (a live peak of three), alternated with the
 	// limit of 5.5 per byte on a whole log, its peak RSS 212 -> 158 MiB,
 	// its time 2.6-2.9 -> 3.1-3.3 s; a full pass with the caches 255 ->
@@ -53,8 +53,14 @@ const (
 	// the same 1.1-1.4 s, the full pass with the caches 168 -> 123 MiB in
 	// 0.69-0.74 s against 0.70-0.74 (alternated runs). The code before
 	// under the same limit: 132 MiB and 1.76 s for the first pass, the
-	// collector running back to back.
-	passHeapPerChunkedLogHalfByte = 5
+	// collector running back to back. Two per byte since the full pass
+	// with the caches peaks at about 70 MB live (79 before: smaller log
+	// chunks, FindLine's table, the replay record's stats let go): its
+	// limit went from 112 to the 96 MiB floor at 100,000 observations (a
+	// 47 MB log once marked), its peak RSS 120 -> 104 MiB, its time
+	// 0.68 -> 0.71-0.80 s (three alternated rounds); the first pass,
+	// whose limit was the floor already, is unchanged.
+	passHeapPerChunkedLogHalfByte = 4
 )
 
 // Collector settings of the session-start index (relaxIndexGC).
