@@ -203,7 +203,7 @@ func (a *Artifacts) File(path string) (ArtifactFile, bool) {
 	if !ok {
 		return ArtifactFile{}, false
 	}
-	return a.fileAt(a.at[i]), true
+	return a.fileAt(a.at[i], len(p)), true
 }
 
 // Len is how many files a holds.
@@ -226,7 +226,8 @@ func (a *Artifacts) All() iter.Seq2[string, ArtifactFile] {
 			return
 		}
 		for _, at := range a.at {
-			if !yield(string(a.pathAt(at)), a.fileAt(at)) {
+			p := a.pathAt(at)
+			if !yield(string(p), a.fileAt(at, len(p))) {
 				return
 			}
 		}
@@ -237,8 +238,10 @@ func (a *Artifacts) pathAt(at int32) []byte {
 	return a.packed[at : int(at)+bytes.IndexByte(a.packed[at:], 0)]
 }
 
-func (a *Artifacts) fileAt(at int32) ArtifactFile {
-	b := a.packed[int(at)+len(a.pathAt(at))+1:]
+// fileAt is the blob and mode of the entry at at, whose path is n bytes
+// long (pathAt).
+func (a *Artifacts) fileAt(at int32, n int) ArtifactFile {
+	b := a.packed[int(at)+n+1:]
 	var f ArtifactFile
 	copy(f.Blob[:], b)
 	f.Mode = binary.BigEndian.Uint32(b[20:])
