@@ -105,8 +105,13 @@ type Checker struct {
 	idxCache *index.Tree             // index modes: the index's cached trees
 	names    []string                // the index paths, sorted (index modes; see listing)
 	names2   map[string][]string     // the checked tree's files by base name, built on demand
-	scanned  map[string]bool         // base names looked up in names2
-	listed   bool                    // names holds the listing (listing)
+	// scanned maps the base names looked up in names2 to the batch of
+	// findNames that looked (nameBatch once it ran); namesWanted is set
+	// while a name waits for the next batch.
+	scanned     map[string]uint32
+	nameBatch   uint32
+	namesWanted bool
+	listed      bool // names holds the listing (listing)
 	// listedFromIndex: in HEAD mode, names was read from the index.
 	listedFromIndex bool
 	staged          *deletedSet                    // index modes: HEAD files the index lacks, built on demand
