@@ -70,6 +70,7 @@ func TestRelaxGC(t *testing.T) {
 		{1 << 20, passHeapFloor},
 		{manifest.ChunkedFrom - 1, max(passHeapFloor, (manifest.ChunkedFrom-1)*passHeapPerLogHalfByte/2)},
 		{64 << 20, 64 << 20 * passHeapPerChunkedLogHalfByte / 2}, // read in chunks: not held
+		{40 << 20, max(passHeapChunkedFloor, 40<<20*passHeapPerChunkedLogHalfByte/2)},
 	} {
 		if c.size >= manifest.ChunkedFrom && !manifest.ReadsChunked(c.size) {
 			c.want = c.size * passHeapPerLogHalfByte / 2
