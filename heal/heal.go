@@ -1582,6 +1582,11 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	if err != nil {
 		return nil, Result{}, err
 	}
+	if cache != nil && opts.Warm == nil && !opts.DeferCache {
+		// Nothing after the load looks an entry up: a pass that keeps
+		// no state lets the loaded ones go.
+		cache.LetOldGo()
+	}
 	failpoint.Pause("reconcile:after-read")
 	if !st.Log.Exists {
 		return nil, Result{}, nil

@@ -132,3 +132,93 @@ func TestRecordCopiesKey(t *testing.T) {
 		}
 	}
 }
+
+// LetOldGo decides then whether Save writes, as Dirty would have at the
+// end of the pass: nothing changed writes nothing, a changed, a dropped or
+// a later entry writes; the loaded entries are gone for the rest of the
+// pass and back (this pass's) for the next.
+func TestLetOldGo(t *testing.T) {
+	root := t.TempDir()
+	old := Stat{Size: 6, Mtime: 1, Ctime: 2, Ino: 3}
+	seed := func() {
+		c := Load(root, Default)
+		c.Record("a.md", EntryOf(old, []byte("hello\n"), false), old)
+		c.Record("b.md", EntryOf(old, []byte("world\n"), false), old)
+		if err := c.Save(root); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name  string
+		pass  func(c *Cache) // before LetOldGo
+		after func(c *Cache) // after it
+		dirty bool
+	}{
+		{"both kept", func(c *Cache) {
+			for _, rel := range []string{"a.md", "b.md"} {
+				e, _ := c.Lookup(rel, old)
+				c.Keep(rel, e)
+			}
+		}, nil, false},
+		{"one dropped", func(c *Cache) {
+			e, _ := c.Lookup("a.md", old)
+			c.Keep("a.md", e)
+		}, nil, true},
+		{"one rehashed", func(c *Cache) {
+			e, _ := c.Lookup("a.md", old)
+			c.Keep("a.md", e)
+			now := Stat{Size: 4, Mtime: 5, Ctime: 6, Ino: 3}
+			c.Record("b.md", EntryOf(now, []byte("new\n"), false), now)
+		}, nil, true},
+		{"kept after", func(c *Cache) {
+			e, _ := c.Lookup("a.md", old)
+			c.Keep("a.md", e)
+		}, func(c *Cache) { c.Keep("b.md", EntryOf(old, []byte("world\n"), false)) }, true},
+		{"recorded after a clean pass", func(c *Cache) {
+			for _, rel := range []string{"a.md", "b.md"} {
+				e, _ := c.Lookup(rel, old)
+				c.Keep(rel, e)
+			}
+		}, func(c *Cache) {
+			now := Stat{Size: 4, Mtime: 5, Ctime: 6, Ino: 3}
+			c.Record("b.md", EntryOf(now, []byte("new\n"), false), now)
+		}, true},
+		{"kept after a clean pass", func(c *Cache) {
+			e, _ := c.Lookup("a.md", old)
+			c.Keep("a.md", e)
+			c.Keep("b.md", EntryOf(old, []byte("world\n"), false))
+		}, func(c *Cache) { c.Keep("c.md", EntryOf(old, []byte("more\n"), false)) }, true},
+	}
+	for _, tc := range cases {
+		seed()
+		// Written atomically (a new file renamed over it): another file.
+		before := mustStat(t, cachedir.Path(root, FileName))
+		c := Load(root, Default)
+		c.Begin(root)
+		tc.pass(c)
+		want := c.Dirty()
+		c.LetOldGo()
+		if _, ok := c.Lookup("a.md", old); ok {
+			t.Errorf("%s: a loaded entry found after LetOldGo", tc.name)
+		}
+		if tc.after != nil {
+			tc.after(c)
+			want = true
+		}
+		if got := c.Dirty(); got != want || got != tc.dirty {
+			t.Errorf("%s: Dirty %v after LetOldGo, %v before, want %v", tc.name, got, want, tc.dirty)
+		}
+		if err := c.Save(root); err != nil {
+			t.Fatal(err)
+		}
+		wrote := !os.SameFile(before, mustStat(t, cachedir.Path(root, FileName)))
+		if wrote != tc.dirty {
+			t.Errorf("%s: Save wrote %v, want %v", tc.name, wrote, tc.dirty)
+		}
+		// The next pass starts from this one's entries.
+		c.Begin(root)
+		if _, ok := c.old["a.md"]; !ok || c.oldGone {
+			t.Errorf("%s: the next pass lost this pass's entries", tc.name)
+		}
+	}
+}
