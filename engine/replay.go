@@ -363,12 +363,24 @@ func (s *replayStart) letGoRecorded() {
 		return
 	}
 	r := *s.rec
-	if i, ok := slices.BinarySearch(r.Paths, r.Index); ok && r.Index != "" && i < len(r.Stats) {
-		st := r.Stats[i]
-		s.recIndex = &st
+	if st := r.indexStat(); st != nil {
+		c := *st
+		s.recIndex = &c
 	}
 	r.Stats = nil
 	s.rec = &r
+}
+
+// indexStat is the stat r holds for git's index (r.Index), nil when it
+// names none or holds no stats.
+func (r *replayRecord) indexStat() *depStat {
+	if r.Index == "" {
+		return nil
+	}
+	if i, ok := slices.BinarySearch(r.Paths, r.Index); ok && i < len(r.Stats) {
+		return &r.Stats[i]
+	}
+	return nil
 }
 
 // known hands what the replay check stat'ed to the full pass that runs
@@ -735,9 +747,7 @@ func noteIndex(root string, rec, last *replayRecord, lastIndex *depStat) {
 	}
 	if last != nil && last.Index == path && last.IndexID != "" && last.GitAsked == rec.GitAsked {
 		if lastIndex == nil {
-			if j, ok := slices.BinarySearch(last.Paths, path); ok && j < len(last.Stats) {
-				lastIndex = &last.Stats[j]
-			}
+			lastIndex = last.indexStat() // last.Index is path
 		}
 		if lastIndex != nil && *lastIndex == rec.Stats[i] {
 			rec.Index, rec.IndexID = path, last.IndexID
