@@ -84,9 +84,16 @@ func writeGob(root, name, magic string, v any, write func(string, []byte, os.Fil
 	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
 		return err
 	}
+	return writeCache(root, name, buf.Bytes(), write)
+}
+
+// writeCache replaces the cache file name of root with data by write,
+// creating the cache directory when missing; a memory directory that
+// cannot be written is not an error.
+func writeCache(root, name string, data []byte, write func(string, []byte, os.FileMode) error) error {
 	_, err := Ensure(root)
 	if err == nil {
-		err = write(Path(root, name), buf.Bytes(), 0o644)
+		err = write(Path(root, name), data, 0o644)
 	}
 	if errors.Is(err, fs.ErrPermission) {
 		return nil

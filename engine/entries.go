@@ -25,7 +25,7 @@ import (
 const EntriesFile = "knowledge.entries"
 
 // entriesMagic starts the file; another version is ignored.
-const entriesMagic = "learnwatch knowledge entries 1\n"
+const entriesMagic = "learnwatch knowledge entries 2\n"
 
 // maxEntries bounds the file read: both knowledge files' entries, text
 // included, with room for the encoding.
@@ -52,8 +52,7 @@ func loadEntries(root string) ([]index.Entry, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var kept entriesCache
-	cachedir.ReadGob(root, EntriesFile, entriesMagic, maxEntries, &kept)
+	kept, _ := readEntriesCache(root)
 	var out []index.Entry
 	now := entriesCache{Files: make([]entriesOf, 0, len(files))}
 	for _, f := range files {
@@ -68,11 +67,81 @@ func loadEntries(root string) ([]index.Entry, []string, error) {
 	}
 	var warn []string
 	if !sameSums(kept, now) {
-		if err := cachedir.WriteGobUnsynced(root, EntriesFile, entriesMagic, &now); err != nil {
+		if err := cachedir.WriteSealedUnsynced(root, EntriesFile, encodeEntries(&now)); err != nil {
 			warn = append(warn, fmt.Sprintf("knowledge entries cache not written (parsed again next time): %v", err))
 		}
 	}
 	return out, warn, nil
+}
+
+// The file is a sealed cache file (cachedir.Encoder; gob before
+// 2026-11-28, whose decoder build was most of a millisecond of every
+// session start): the count of files, then per file its name, the 32
+// bytes of its sum and the count of its entries, then per entry the
+// fields index.Clean keeps (id, kind, title, status, area, source, text;
+// the others are set by the index, never read from the cache).
+
+// readEntriesCache reads the cache of root: false (and no files) when it
+// is missing or not a cache file of this version.
+func readEntriesCache(root string) (entriesCache, bool) {
+	body, ok := cachedir.ReadSealed(root, EntriesFile, entriesMagic, maxEntries)
+	if !ok {
+		return entriesCache{}, false
+	}
+	return decodeEntries(body)
+}
+
+// encodeEntries is the file of c.
+func encodeEntries(c *entriesCache) []byte {
+	size := 8
+	for _, f := range c.Files {
+		size += len(f.Name) + sha256.Size + 4
+		for _, e := range f.Entries {
+			size += len(e.ID) + len(e.Kind) + len(e.Title) + len(e.Status) + len(e.Area) + len(e.Source) + len(e.Text) + 14
+		}
+	}
+	enc := cachedir.NewEncoder(entriesMagic, size)
+	enc.Uvarint(uint64(len(c.Files)))
+	for _, f := range c.Files {
+		enc.String(f.Name)
+		enc.Fixed(f.Sum[:])
+		enc.Uvarint(uint64(len(f.Entries)))
+		for _, e := range f.Entries {
+			for _, s := range []string{e.ID, e.Kind, e.Title, e.Status, e.Area, e.Source, e.Text} {
+				enc.String(s)
+			}
+		}
+	}
+	return enc.Sealed()
+}
+
+// decodeEntries reads what encodeEntries wrote (the body, unsealed).
+func decodeEntries(body []byte) (entriesCache, bool) {
+	d := cachedir.NewDecoder(body)
+	var c entriesCache
+	// A file is at least its name's length, its sum and a count; an
+	// entry its seven lengths.
+	n := d.Count(1 + sha256.Size + 1)
+	for range n {
+		f := entriesOf{Name: d.String()}
+		copy(f.Sum[:], d.Fixed(sha256.Size))
+		if m := d.Count(7); m > 0 {
+			f.Entries = make([]index.Entry, m)
+			for i := range f.Entries {
+				e := &f.Entries[i]
+				e.ID, e.Kind, e.Title, e.Status = d.String(), d.String(), d.String(), d.String()
+				e.Area, e.Source, e.Text = d.String(), d.String(), d.String()
+			}
+		}
+		if d.Failed() {
+			return entriesCache{}, false
+		}
+		c.Files = append(c.Files, f)
+	}
+	if !d.OK() {
+		return entriesCache{}, false
+	}
+	return c, true
 }
 
 // cleanEntries returns entries as index.Parse makes them (index.Clean):

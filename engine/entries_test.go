@@ -92,13 +92,13 @@ func TestEntriesCachePlanted(t *testing.T) {
 	if _, _, err := loadEntries(root); err != nil {
 		t.Fatal(err)
 	}
-	var c entriesCache
-	if !cachedir.ReadGob(root, EntriesFile, entriesMagic, maxEntries, &c) || len(c.Files) != 1 || len(c.Files[0].Entries) != 1 {
+	c, ok := readEntriesCache(root)
+	if !ok || len(c.Files) != 1 || len(c.Files[0].Entries) != 1 {
 		t.Fatalf("cache %+v, want the decisions' one entry", c)
 	}
 	c.Files[0].Entries[0].Title = "planted \x1b]52;c;Y3VybA==\x07 title\u202e"
 	c.Files[0].Entries[0].Score, c.Files[0].Entries[0].Tags = 99, []string{"planted"}
-	if err := cachedir.WriteGob(root, EntriesFile, entriesMagic, &c); err != nil {
+	if err := cachedir.WriteSealed(root, EntriesFile, encodeEntries(&c)); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := loadEntries(root)
@@ -109,7 +109,7 @@ func TestEntriesCachePlanted(t *testing.T) {
 		t.Fatalf("planted entry read as %+v: want it read, made safe, score 1 and no tags", got)
 	}
 	c.Files[0].Sum[0]++
-	if err := cachedir.WriteGob(root, EntriesFile, entriesMagic, &c); err != nil {
+	if err := cachedir.WriteSealed(root, EntriesFile, encodeEntries(&c)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, _ := loadEntries(root); len(got) != 1 || got[0].Title != "Use SQLite" {
@@ -153,8 +153,7 @@ func FuzzEntriesCache(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var planted entriesCache
-		cachedir.ReadGob(root, EntriesFile, entriesMagic, maxEntries, &planted)
+		planted, _ := readEntriesCache(root)
 		got, _, err := loadEntries(root)
 		if err != nil {
 			t.Fatalf("planted cache %q: %v", b, err)

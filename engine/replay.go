@@ -50,7 +50,7 @@ import (
 const ReplayFile = "pass.replay"
 
 // replayMagic starts the file; another version is ignored.
-const replayMagic = "learnwatch pass replay 5\n"
+const replayMagic = "learnwatch pass replay 6\n"
 
 // maxReplay bounds the file read.
 const maxReplay = 64 << 20
@@ -184,90 +184,118 @@ func same(k depKind, was, now depStat, mode statcache.Mode) bool {
 	}
 }
 
-// diskRecord is replayRecord as stored: the stats as one flat list of
-// numbers and the listing hashes apart (gob decodes those far faster than
-// a list of structs holding arrays).
-type diskRecord struct {
-	Key       string
-	Confirmed bool
-	Paths     string // the paths, each ended by a NUL: one string to decode
-	Kinds     []depKind
-	Flat      []int64 // per path: size, mtime, ctime, inode, type
-	Names     map[int32][]byte
-	Head      string
-	Report    []byte
-	Kept      string // the kept ids, each ended by a NUL
-	GitAsked  bool
+// The record is a sealed cache file (cachedir.Encoder; gob before
+// 2026-11-28, whose decoder build was a millisecond of every replay):
+//
+//	the key, confirmed, the paths (a string list), their kinds (a byte
+//	each), per path its stat (size, mtime and ctime as varints, inode
+//	and type as uvarints), the listing sums (a count, then per listed
+//	directory its path's place and the 32 bytes), HEAD, the report, the
+//	kept ids (a string list), GitAsked, MarkTracked, Withheld, the
+//	index's path and identity.
+//
+// A record whose kinds or listing places do not fit its paths is refused.
 
-	MarkTracked, Withheld bool
-	Index, IndexID        string
-}
-
-const flatWidth = 5
-
-// joinNUL joins ss, each ended by a NUL; splitNUL undoes it (the parts
-// share the joined string's memory).
-func joinNUL(ss []string) string {
-	var b strings.Builder
-	for _, s := range ss {
-		b.WriteString(s)
-		b.WriteByte(0)
+// encodeRecord is the file of r.
+func encodeRecord(r *replayRecord) []byte {
+	size := len(r.Key) + len(r.Report) + len(r.Head) + len(r.Index) + len(r.IndexID) + 32
+	for _, p := range r.Paths {
+		size += len(p) + 24
 	}
-	return b.String()
-}
-
-func splitNUL(s string) ([]string, bool) {
-	if s == "" {
-		return nil, true
+	e := cachedir.NewEncoder(replayMagic, size)
+	e.String(r.Key)
+	e.Bool(r.Confirmed)
+	e.Strings(r.Paths)
+	kinds := make([]byte, len(r.Kinds))
+	for i, k := range r.Kinds {
+		kinds[i] = byte(k)
 	}
-	if s[len(s)-1] != 0 {
-		return nil, false
-	}
-	return strings.Split(s[:len(s)-1], "\x00"), true
-}
-
-func toDisk(r *replayRecord) diskRecord {
-	d := diskRecord{Key: r.Key, Confirmed: r.Confirmed, Paths: joinNUL(r.Paths), Kinds: r.Kinds, Head: r.Head, Report: r.Report, Kept: joinNUL(r.Kept), GitAsked: r.GitAsked,
-		MarkTracked: r.MarkTracked, Withheld: r.Withheld, Index: r.Index, IndexID: r.IndexID,
-		Flat: make([]int64, 0, flatWidth*len(r.Stats)), Names: map[int32][]byte{}}
-	for i, s := range r.Stats {
-		d.Flat = append(d.Flat, s.Size, s.Mtime, s.Ctime, int64(s.Ino), int64(s.Type))
+	e.Fixed(kinds)
+	named := 0
+	for _, s := range r.Stats {
+		e.Varint(s.Size)
+		e.Varint(s.Mtime)
+		e.Varint(s.Ctime)
+		e.Uvarint(s.Ino)
+		e.Uvarint(uint64(s.Type))
 		if s.Names != ([32]byte{}) {
-			d.Names[int32(i)] = s.Names[:]
+			named++
 		}
 	}
-	return d
+	e.Uvarint(uint64(named))
+	for i, s := range r.Stats {
+		if s.Names != ([32]byte{}) {
+			e.Uvarint(uint64(i))
+			e.Fixed(s.Names[:])
+		}
+	}
+	e.String(r.Head)
+	e.Bytes(r.Report)
+	e.Strings(r.Kept)
+	e.Bool(r.GitAsked)
+	e.Bool(r.MarkTracked)
+	e.Bool(r.Withheld)
+	e.String(r.Index)
+	e.String(r.IndexID)
+	return e.Sealed()
 }
 
-func fromDisk(d diskRecord) (*replayRecord, bool) {
-	paths, ok1 := splitNUL(d.Paths)
-	kept, ok2 := splitNUL(d.Kept)
-	n := len(paths)
-	if !ok1 || !ok2 || len(d.Kinds) != n || len(d.Flat) != flatWidth*n {
+// decodeRecord reads what encodeRecord wrote (the body, unsealed).
+func decodeRecord(body []byte) (*replayRecord, bool) {
+	d := cachedir.NewDecoder(body)
+	r := &replayRecord{Key: d.String(), Confirmed: d.Bool(), Paths: d.Strings()}
+	n := len(r.Paths)
+	kinds := d.Fixed(n)
+	// A stat is at least five bytes: no count of paths the bytes left
+	// cannot hold is allocated for.
+	if d.Failed() || n > len(body)/5 {
 		return nil, false
 	}
-	r := &replayRecord{Key: d.Key, Confirmed: d.Confirmed, Paths: paths, Kinds: d.Kinds, Head: d.Head, Report: d.Report, Kept: kept, GitAsked: d.GitAsked,
-		MarkTracked: d.MarkTracked, Withheld: d.Withheld, Index: d.Index, IndexID: d.IndexID, Stats: make([]depStat, n)}
-	for i := range r.Stats {
-		f := d.Flat[flatWidth*i : flatWidth*(i+1)]
-		r.Stats[i] = depStat{Stat: statcache.Stat{Size: f[0], Mtime: f[1], Ctime: f[2], Ino: uint64(f[3])}, Type: uint32(f[4])}
+	if n > 0 {
+		r.Kinds, r.Stats = make([]depKind, n), make([]depStat, n)
 	}
-	for i, h := range d.Names {
-		if i < 0 || int(i) >= n || len(h) != 32 {
+	for i, k := range kinds {
+		if depKind(k) > depGit {
 			return nil, false
 		}
-		copy(r.Stats[i].Names[:], h)
+		r.Kinds[i] = depKind(k)
+	}
+	for i := range r.Stats {
+		s := &r.Stats[i]
+		s.Size, s.Mtime, s.Ctime = d.Varint(), d.Varint(), d.Varint()
+		s.Ino = d.Uvarint()
+		typ := d.Uvarint()
+		if typ > 1<<32-1 {
+			return nil, false
+		}
+		s.Type = uint32(typ)
+	}
+	for range d.Count(33) {
+		i := d.Uvarint()
+		names := d.Fixed(32)
+		if d.Failed() || i >= uint64(n) {
+			return nil, false
+		}
+		copy(r.Stats[i].Names[:], names)
+	}
+	r.Head = d.String()
+	r.Report = d.Bytes()
+	r.Kept = d.Strings()
+	r.GitAsked, r.MarkTracked, r.Withheld = d.Bool(), d.Bool(), d.Bool()
+	r.Index, r.IndexID = d.String(), d.String()
+	if !d.OK() {
+		return nil, false
 	}
 	return r, true
 }
 
 // readReplay reads the record of root; nil when there is none usable.
 func readReplay(root string) *replayRecord {
-	var d diskRecord
-	if !cachedir.ReadGob(root, ReplayFile, replayMagic, maxReplay, &d) {
+	body, ok := cachedir.ReadSealed(root, ReplayFile, replayMagic, maxReplay)
+	if !ok {
 		return nil
 	}
-	r, ok := fromDisk(d)
+	r, ok := decodeRecord(body)
 	if !ok {
 		return nil
 	}
@@ -598,7 +626,7 @@ func (e *Engine) recordReplay(key string, p Pass, res heal.Result, start *replay
 		rec.Paths, rec.Kinds = deps(e.root, res)
 		rec.Stats = make([]depStat, len(rec.Paths))
 		// Never replayed, so not synced: a power cut costs one more pass.
-		return cachedir.WriteGobUnsynced(e.root, ReplayFile, replayMagic, toDisk(&rec)), nil
+		return cachedir.WriteSealedUnsynced(e.root, ReplayFile, encodeRecord(&rec)), nil
 	}
 	paths, kinds := deps(e.root, res)
 	rec := replayRecord{Key: key, Paths: paths, Kinds: kinds, Kept: res.Kept}
@@ -642,7 +670,7 @@ func (e *Engine) recordReplay(key string, p Pass, res heal.Result, start *replay
 		return err, factsErr
 	}
 	rec.Report = report
-	return cachedir.WriteGob(e.root, ReplayFile, replayMagic, toDisk(&rec)), factsErr
+	return cachedir.WriteSealed(e.root, ReplayFile, encodeRecord(&rec)), factsErr
 }
 
 // unconfirmed says why rec, the record of a full pass, cannot be trusted

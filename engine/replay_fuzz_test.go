@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"bytes"
-	"encoding/gob"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,16 +17,11 @@ func FuzzReplayRecord(f *testing.F) {
 	good := replayRecord{Key: "k", Confirmed: true, Paths: []string{"/r/a", "/r/b"}, Kinds: []depKind{depFile, depList},
 		Stats:  []depStat{{Stat: statcache.Stat{Size: 1, Mtime: 2, Ctime: 3, Ino: 4}, Type: 1}, {Type: 1 | 1<<14, Names: [32]byte{9}}},
 		Report: []byte(`{"deletions":0}`), Kept: []string{"obs_a"}}
-	var buf bytes.Buffer
-	buf.WriteString(replayMagic)
-	gob.NewEncoder(&buf).Encode(toDisk(&good))
-	f.Add(buf.Bytes())
+	rec := encodeRecord(&good)
+	f.Add(rec)
 	f.Add([]byte(replayMagic + "garbage"))
-	f.Add(append([]byte(replayMagic), buf.Bytes()[len(replayMagic):len(buf.Bytes())/2]...))
-	var facts bytes.Buffer
-	facts.WriteString(logFactsMagic)
-	gob.NewEncoder(&facts).Encode(&logFacts{Confidence: map[string]float64{"obs_a": 0.5}})
-	f.Add(facts.Bytes())
+	f.Add(rec[:len(rec)/2])
+	f.Add(encodeLogFacts(&logFacts{IDs: []string{"obs_a", "obs_b"}, Confidence: []float64{0.5, 0.25}}))
 	root := f.TempDir()
 	if _, err := cachedir.Ensure(root); err != nil {
 		f.Fatal(err)

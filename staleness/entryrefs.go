@@ -1,9 +1,13 @@
 package staleness
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
@@ -19,7 +23,7 @@ import (
 const EntryRefsFile = "entry-refs.cache"
 
 // entryRefsMagic starts the file; another version is ignored.
-const entryRefsMagic = "learnwatch entry refs 1\n"
+const entryRefsMagic = "learnwatch entry refs 2\n"
 
 // maxEntryRefs bounds the file read.
 const maxEntryRefs = 16 << 20
@@ -38,8 +42,8 @@ func EntryRefs(root string, cfg config.Staleness, ids []string, texts map[string
 	opts := OptionsFor(cfg)
 	opts.LinkBase = knowledgeDir
 	okey := optionsKey(opts)
-	var old entryRefsFile
-	if !cachedir.ReadGob(root, EntryRefsFile, entryRefsMagic, maxEntryRefs, &old) || old.Opts != okey {
+	old, ok := readEntryRefs(root)
+	if !ok || old.Opts != okey {
 		old = entryRefsFile{}
 	}
 	next := entryRefsFile{Opts: okey, Refs: make(map[[32]byte][]Ref, len(ids))}
@@ -65,8 +69,89 @@ func saveEntryRefs(root string, f entryRefsFile) error {
 	if _, err := os.Lstat(filepath.Join(root, ".memory")); err != nil {
 		return nil
 	}
-	if err := cachedir.WriteGob(root, EntryRefsFile, entryRefsMagic, &f); err != nil {
+	if err := cachedir.WriteSealed(root, EntryRefsFile, encodeEntryRefs(&f)); err != nil {
 		return fmt.Errorf("entry references cache not written (rebuilt next time): %w", err)
 	}
 	return nil
+}
+
+// The file is a sealed cache file (cachedir.Encoder; gob before
+// 2026-11-28, whose decoder build was most of a millisecond of every
+// session start): the options' key, the count of texts, then per text
+// (by key) its 32-byte key and the count of its references, then per
+// reference its path, line (a varint), text as written, whether it is
+// rooted and its directory.
+
+// readEntryRefs reads the cache of root: false when it is missing or not a
+// cache file of this version.
+func readEntryRefs(root string) (entryRefsFile, bool) {
+	body, ok := cachedir.ReadSealed(root, EntryRefsFile, entryRefsMagic, maxEntryRefs)
+	if !ok {
+		return entryRefsFile{}, false
+	}
+	return decodeEntryRefs(body)
+}
+
+// encodeEntryRefs is the file of f, its texts in the order of their keys.
+func encodeEntryRefs(f *entryRefsFile) []byte {
+	keys := slices.SortedFunc(maps.Keys(f.Refs), func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	size := len(f.Opts) + 8
+	for _, k := range keys {
+		size += 34
+		for _, r := range f.Refs[k] {
+			size += len(r.Path) + len(r.Raw) + len(r.Dir) + 8
+		}
+	}
+	e := cachedir.NewEncoder(entryRefsMagic, size)
+	e.String(f.Opts)
+	e.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.Fixed(k[:])
+		refs := f.Refs[k]
+		e.Uvarint(uint64(len(refs)))
+		for _, r := range refs {
+			e.String(r.Path)
+			e.Varint(int64(r.Line))
+			e.String(r.Raw)
+			e.Bool(r.Rooted)
+			e.String(r.Dir)
+		}
+	}
+	return e.Sealed()
+}
+
+// decodeEntryRefs reads what encodeEntryRefs wrote (the body, unsealed).
+// A key written twice is refused.
+func decodeEntryRefs(body []byte) (entryRefsFile, bool) {
+	d := cachedir.NewDecoder(body)
+	f := entryRefsFile{Opts: d.String()}
+	// A text is at least its key and a count; a reference five bytes.
+	n := d.Count(33)
+	f.Refs = make(map[[32]byte][]Ref, n)
+	for range n {
+		var k [32]byte
+		copy(k[:], d.Fixed(32))
+		var refs []Ref
+		if m := d.Count(5); m > 0 {
+			refs = make([]Ref, m)
+			for i := range refs {
+				r := &refs[i]
+				r.Path = d.String()
+				line := d.Varint()
+				r.Raw, r.Rooted, r.Dir = d.String(), d.Bool(), d.String()
+				if line < 0 || line > math.MaxInt32 {
+					return entryRefsFile{}, false
+				}
+				r.Line = int(line)
+			}
+		}
+		if _, dup := f.Refs[k]; dup || d.Failed() {
+			return entryRefsFile{}, false
+		}
+		f.Refs[k] = refs
+	}
+	if !d.OK() {
+		return entryRefsFile{}, false
+	}
+	return f, true
 }

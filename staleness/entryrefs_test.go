@@ -86,3 +86,32 @@ func FuzzEntryRefsCache(f *testing.F) {
 		}
 	})
 }
+
+// The cache file reads back as written; a text's key written twice is
+// refused.
+func TestEntryRefsCodec(t *testing.T) {
+	want := entryRefsFile{Opts: "opts-key", Refs: map[[32]byte][]Ref{
+		{1}:     {{Path: "src/store.go", Line: 12, Raw: "`src/store.go:12`", Rooted: false, Dir: ""}, {Path: "docs/notes.md", Raw: "../../docs/notes.md", Rooted: true, Dir: ".memory/knowledge"}},
+		{2}:     nil,
+		{31: 7}: {{Path: "a.go", Line: 1 << 30}},
+	}}
+	body, ok := cachedir.Unseal(encodeEntryRefs(&want), entryRefsMagic)
+	if !ok {
+		t.Fatal("the cache as written is refused")
+	}
+	got, ok := decodeEntryRefs(body)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back %+v, want %+v", got, want)
+	}
+	e := cachedir.NewEncoder(entryRefsMagic, 0)
+	e.String("opts-key")
+	e.Uvarint(2)
+	for range 2 {
+		e.Fixed(make([]byte, 32))
+		e.Uvarint(0)
+	}
+	body, _ = cachedir.Unseal(e.Sealed(), entryRefsMagic)
+	if _, ok := decodeEntryRefs(body); ok {
+		t.Fatal("a key written twice is read")
+	}
+}
