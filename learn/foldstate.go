@@ -273,7 +273,7 @@ func (d *decoder) bool() bool {
 
 func (d *decoder) time() time.Time {
 	b := d.bytes()
-	if d.err != nil {
+	if d.err != nil || string(b) == zeroTime {
 		return time.Time{}
 	}
 	var t time.Time
@@ -289,6 +289,14 @@ func (d *decoder) time() time.Time {
 	}
 	return t
 }
+
+// zeroTime is the zero time.Time's binary form, which reads back as the
+// zero time.Time itself: most of a target's times are zero (never
+// decided by hand, never reset), and a snapshot holds four per target.
+var zeroTime = func() string {
+	b, _ := time.Time{}.MarshalBinary() // never fails for the zero time
+	return string(b)
+}()
 
 // TallyInto is Tally adding events (in file order) to out, which may hold
 // the tally of earlier lines computed with the same since: tallying a
