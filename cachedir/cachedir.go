@@ -3,12 +3,13 @@
 // (never a symlink: safefs rules), and it holds a .gitignore of "*", so git
 // never commits it whatever the repository's own ignore rules say. Anything
 // in it may be deleted at any time: a cache that is missing, unreadable or
-// from another version is ignored and rebuilt.
+// from another version is ignored and rebuilt. The caches other packages
+// keep there are written in its sealed binary form (Encoder, Decoder,
+// ReadSealed, WriteSealed: sealed.go), but for the stat cache and the
+// staleness cache, which have codecs of their own.
 package cachedir
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"io/fs"
 	"os"
@@ -49,42 +50,6 @@ func Ensure(root string) (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-// ReadGob decodes into v the cache file name of root as WriteGob wrote it
-// with magic (read like every file under .memory: no symlink, at most max
-// bytes). False when the file is missing, unreadable, too big, of another
-// version (another magic) or does not decode: the cache is then rebuilt.
-func ReadGob(root, name, magic string, max int64, v any) bool {
-	data, err := safefs.ReadFile(Path(root, name), max)
-	if err != nil || !bytes.HasPrefix(data, []byte(magic)) {
-		return false
-	}
-	return gob.NewDecoder(bytes.NewReader(data[len(magic):])).Decode(v) == nil
-}
-
-// WriteGob replaces the cache file name of root with magic followed by v
-// gob-encoded, creating the cache directory when missing (atomic write).
-// A memory directory that cannot be written (a read-only checkout) is not
-// an error: the cache is only missing.
-func WriteGob(root, name, magic string, v any) error {
-	return writeGob(root, name, magic, v, manifest.WriteFile)
-}
-
-// WriteGobUnsynced is WriteGob without the fsyncs, for a cache whose loss
-// or truncation by a power cut costs nothing but a pass (ReadGob refuses
-// a file that does not decode).
-func WriteGobUnsynced(root, name, magic string, v any) error {
-	return writeGob(root, name, magic, v, manifest.WriteFileUnsynced)
-}
-
-func writeGob(root, name, magic string, v any, write func(string, []byte, os.FileMode) error) error {
-	var buf bytes.Buffer
-	buf.WriteString(magic)
-	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
-		return err
-	}
-	return writeCache(root, name, buf.Bytes(), write)
 }
 
 // writeCache replaces the cache file name of root with data by write,

@@ -58,34 +58,3 @@ func TestEnsureRefusesSymlink(t *testing.T) {
 		t.Fatalf("wrote outside the root: %v", entries)
 	}
 }
-
-// A cache written by WriteGob reads back; another magic, bytes that do not
-// decode, a missing file and a file over the bound read as no cache.
-func TestGobRoundTrip(t *testing.T) {
-	root := t.TempDir()
-	type rec struct {
-		N  int
-		Is map[string]float64
-	}
-	want := rec{N: 3, Is: map[string]float64{"obs_a": 0.5}}
-	if err := WriteGob(root, "x.cache", "x 1\n", want); err != nil {
-		t.Fatal(err)
-	}
-	var got rec
-	if !ReadGob(root, "x.cache", "x 1\n", 1<<20, &got) || got.N != want.N || got.Is["obs_a"] != 0.5 {
-		t.Fatalf("round trip: %v %+v", ReadGob(root, "x.cache", "x 1\n", 1<<20, &got), got)
-	}
-	if ReadGob(root, "x.cache", "x 2\n", 1<<20, &got) {
-		t.Error("another version was read")
-	}
-	if ReadGob(root, "x.cache", "x 1\n", 8, &got) {
-		t.Error("a file over the bound was read")
-	}
-	if ReadGob(root, "none.cache", "x 1\n", 1<<20, &got) {
-		t.Error("a missing file was read")
-	}
-	os.WriteFile(Path(root, "x.cache"), []byte("x 1\ngarbage"), 0o644)
-	if ReadGob(root, "x.cache", "x 1\n", 1<<20, &got) {
-		t.Error("garbage decoded")
-	}
-}

@@ -20,9 +20,10 @@ import (
 //	the CRC-32 (IEEE) of every byte before it: 4 bytes, little endian
 //
 // The caches read on every session start (the pass replay's record, the
-// log facts, the knowledge entries and their references) were gob: gob
-// builds its decoder for the types at each read, and those four reads
-// were about 4 ms of a 10k session start's 26 ms of CPU. Another magic, a
+// log facts, the knowledge entries and their references, the entry marks,
+// git's index digest) were gob: gob builds its decoder for the types at
+// each read, and those reads were about 4 ms of a 10k session start's
+// 26 ms of CPU. Another magic, a
 // checksum that does not match (a torn write, planted bytes), a length
 // past the end or bytes left over mean the cache is not used, like an
 // unreadable one.
@@ -119,14 +120,16 @@ func ReadSealed(root, name, magic string, max int64) ([]byte, bool) {
 }
 
 // WriteSealed replaces the cache file name of root with data (an
-// Encoder's Sealed), like WriteGob.
+// Encoder's Sealed), creating the cache directory when missing (atomic
+// write). A memory directory that cannot be written (a read-only
+// checkout) is not an error: the cache is only missing.
 func WriteSealed(root, name string, data []byte) error {
 	return writeCache(root, name, data, manifest.WriteFile)
 }
 
-// WriteSealedUnsynced is WriteSealed without the fsyncs, like
-// WriteGobUnsynced: what a power cut leaves of the file fails its
-// checksum.
+// WriteSealedUnsynced is WriteSealed without the fsyncs, for a cache
+// whose loss costs nothing but a pass: what a power cut leaves of the
+// file fails its checksum.
 func WriteSealedUnsynced(root, name string, data []byte) error {
 	return writeCache(root, name, data, manifest.WriteFileUnsynced)
 }

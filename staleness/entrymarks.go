@@ -29,6 +29,7 @@ import (
 	"hash"
 	"io/fs"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ const indexDepth = 200
 const EntryMarksFile = "entry-marks.cache"
 
 // entryMarksMagic starts the file; another version is ignored.
-const entryMarksMagic = "learnwatch entry marks 3\n"
+const entryMarksMagic = "learnwatch entry marks 4\n"
 
 // maxEntryMarks bounds the file read: a few hundred entries' marks are a
 // few kilobytes; outside git the stats of the working tree's directories
@@ -68,8 +69,7 @@ const maxTreeStamps = 50_000
 // compared at every read. Two seconds cover the coarsest clocks (FAT's).
 const racyStamp = 2 * time.Second
 
-// entryMarksCache is the cache's content after the magic line
-// (cachedir.ReadGob).
+// entryMarksCache is the cache's content (encodeEntryMarks).
 type entryMarksCache struct {
 	// Local identifies the checkout (checkoutIdentity): a file copied
 	// from another clone is ignored.
@@ -256,8 +256,8 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 	if err != nil {
 		return nil, false
 	}
-	var f entryMarksCache
-	if !cachedir.ReadGob(root, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) || f.Local != k.local || f.Key != k.key {
+	f, ok := readEntryMarksFile(root)
+	if !ok || f.Local != k.local || f.Key != k.key {
 		return nil, false
 	}
 	for _, d := range f.Ignore {
@@ -287,12 +287,9 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 			settled = settled || !f.Tree[i].Racy
 		}
 	}
-	if f.Marks == nil {
-		f.Marks = map[string]string{} // gob leaves an empty map out
-	}
 	if settled {
 		// Not kept: the same directories are listed next time.
-		_ = cachedir.WriteGobUnsynced(root, EntryMarksFile, entryMarksMagic, &f)
+		_ = cachedir.WriteSealedUnsynced(root, EntryMarksFile, encodeEntryMarks(&f))
 	}
 	return f.Marks, true
 }
@@ -301,7 +298,7 @@ func readEntryMarks(root string, k marksKey) (map[string]string, bool) {
 // tree's stats outside git.
 func (c *Checker) writeEntryMarks(k marksKey, marks map[string]string, tree []pathStamp) error {
 	f := entryMarksCache{Local: k.local, Key: k.key, Ignore: c.ignoreDeps(), Marks: marks, Tree: tree}
-	if err := cachedir.WriteGobUnsynced(c.root, EntryMarksFile, entryMarksMagic, &f); err != nil {
+	if err := cachedir.WriteSealedUnsynced(c.root, EntryMarksFile, encodeEntryMarks(&f)); err != nil {
 		return notKept(err)
 	}
 	return nil
@@ -472,4 +469,105 @@ func (s pathStamp) check(root string) (now statStamp, listed, ok bool) {
 		return now, true, manifest.ListDirSum(s.Path) == s.Names
 	}
 	return now, false, false
+}
+
+// The file is a sealed cache file (cachedir.Encoder; gob before
+// 2026-11-28): the checkout's identity and the key; the ignore files (a
+// count, then each one's name, whether it was there and its sum's 32
+// bytes); the marks (a count, then each id and its reference, by id);
+// whether the answer was read from the working tree (Tree not nil), and
+// then its stamps (a count, then each one's path, kind, stat — size,
+// mtime and ctime as varints, inode and type as uvarints —, the 32 bytes
+// of its names, racy, the relative path and the line count).
+
+// readEntryMarksFile reads root's entry marks file.
+func readEntryMarksFile(root string) (entryMarksCache, bool) {
+	body, ok := cachedir.ReadSealed(root, EntryMarksFile, entryMarksMagic, maxEntryMarks)
+	if !ok {
+		return entryMarksCache{}, false
+	}
+	return decodeEntryMarks(body)
+}
+
+// encodeEntryMarks is the file of f.
+func encodeEntryMarks(f *entryMarksCache) []byte {
+	e := cachedir.NewEncoder(entryMarksMagic, 64+len(f.Marks)*64+len(f.Tree)*96)
+	e.String(f.Local)
+	e.String(f.Key)
+	e.Uvarint(uint64(len(f.Ignore)))
+	for _, d := range f.Ignore {
+		e.String(d.Name)
+		e.Bool(d.Present)
+		e.Fixed(d.Sum[:])
+	}
+	e.Uvarint(uint64(len(f.Marks)))
+	for _, id := range slices.Sorted(maps.Keys(f.Marks)) {
+		e.String(id)
+		e.String(f.Marks[id])
+	}
+	e.Bool(f.Tree != nil)
+	e.Uvarint(uint64(len(f.Tree)))
+	for _, st := range f.Tree {
+		e.String(st.Path)
+		e.Uvarint(uint64(st.Kind))
+		e.Varint(st.Stat.Size)
+		e.Varint(st.Stat.Mtime)
+		e.Varint(st.Stat.Ctime)
+		e.Uvarint(st.Stat.Ino)
+		e.Uvarint(uint64(st.Stat.Type))
+		e.Fixed(st.Names[:])
+		e.Bool(st.Racy)
+		e.String(st.Rel)
+		e.Varint(int64(st.Lines))
+	}
+	return e.Sealed()
+}
+
+// decodeEntryMarks reads what encodeEntryMarks wrote (the body,
+// unsealed). A kind no version wrote, a type or count out of range, or an
+// id written twice is refused.
+func decodeEntryMarks(body []byte) (entryMarksCache, bool) {
+	d := cachedir.NewDecoder(body)
+	f := entryMarksCache{Local: d.String(), Key: d.String()}
+	if n := d.Count(1 + 1 + 32); n > 0 {
+		f.Ignore = make([]ignoreDep, n)
+		for i := range f.Ignore {
+			f.Ignore[i].Name, f.Ignore[i].Present = d.String(), d.Bool()
+			copy(f.Ignore[i].Sum[:], d.Fixed(32))
+		}
+	}
+	n := d.Count(2)
+	f.Marks = make(map[string]string, n)
+	for range n {
+		id, ref := d.String(), d.String()
+		if _, dup := f.Marks[id]; dup || d.Failed() {
+			return entryMarksCache{}, false
+		}
+		f.Marks[id] = ref
+	}
+	if tree := d.Bool(); tree {
+		// A stamp is at least 1 + 1 + 5 + 32 + 1 + 1 + 1 bytes.
+		f.Tree = make([]pathStamp, d.Count(42))
+	} else if d.Uvarint() != 0 {
+		return entryMarksCache{}, false
+	}
+	for i := range f.Tree {
+		st := &f.Tree[i]
+		st.Path = d.String()
+		kind := d.Uvarint()
+		st.Stat.Size, st.Stat.Mtime, st.Stat.Ctime = d.Varint(), d.Varint(), d.Varint()
+		st.Stat.Ino = d.Uvarint()
+		typ := d.Uvarint()
+		copy(st.Names[:], d.Fixed(32))
+		st.Racy, st.Rel = d.Bool(), d.String()
+		lines := d.Varint()
+		if kind > uint64(stampList) || typ > math.MaxUint32 || lines < math.MinInt32 || lines > math.MaxInt32 {
+			return entryMarksCache{}, false
+		}
+		st.Kind, st.Stat.Type, st.Lines = stampKind(kind), uint32(typ), int(lines)
+	}
+	if !d.OK() {
+		return entryMarksCache{}, false
+	}
+	return f, true
 }

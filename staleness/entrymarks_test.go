@@ -14,6 +14,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/engine/statcache"
 )
 
 // marksRepo is a repository where src/old.go was deleted after a commit
@@ -54,12 +55,12 @@ func entryMarks(t *testing.T, dir string, cfg config.Staleness, ids []string, re
 // cache shows: ADR-002 marked "planted".
 func plant(t *testing.T, dir string) {
 	t.Helper()
-	var f entryMarksCache
-	if !cachedir.ReadGob(dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) {
+	f, ok := readEntryMarksFile(dir)
+	if !ok {
 		t.Fatal("no cache written")
 	}
 	f.Marks = map[string]string{"ADR-002": "planted"}
-	if err := cachedir.WriteGob(dir, EntryMarksFile, entryMarksMagic, &f); err != nil {
+	if err := cachedir.WriteSealed(dir, EntryMarksFile, encodeEntryMarks(&f)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -104,8 +105,7 @@ func TestEntryMarksCache(t *testing.T) {
 			return r.dir, cfg, refs
 		}},
 		{"an ignore file changed", func(t *testing.T, r *gitRepo) (string, config.Staleness, map[string][]Ref) {
-			var f entryMarksCache
-			cachedir.ReadGob(r.dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f)
+			f, _ := readEntryMarksFile(r.dir)
 			if len(f.Ignore) == 0 {
 				t.Fatal("no ignore file recorded")
 			}
@@ -445,8 +445,8 @@ func TestEntryMarksOutsideGitSettlesRacyDirectories(t *testing.T) {
 	src := filepath.Join(dir, "src")
 	stamps := func() map[string]pathStamp {
 		t.Helper()
-		var f entryMarksCache
-		if !cachedir.ReadGob(dir, EntryMarksFile, entryMarksMagic, maxEntryMarks, &f) {
+		f, ok := readEntryMarksFile(dir)
+		if !ok {
 			t.Fatal("no cache written")
 		}
 		out := map[string]pathStamp{}
@@ -547,4 +547,53 @@ func FuzzEntryMarksCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The entry marks' file reads back as written, in git (no tree) and
+// outside it (a tree, even an empty one); a kind no version wrote, a
+// line count out of range or an id written twice is refused.
+func TestEntryMarksCodec(t *testing.T) {
+	stamp := pathStamp{Path: "/r/src", Kind: stampList, Stat: statStamp{Stat: statcache.Stat{Size: 4096, Mtime: 1, Ctime: -2, Ino: 1 << 40}, Type: 0o40001},
+		Names: [32]byte{7}, Racy: true}
+	for _, want := range []entryMarksCache{
+		{Local: "dev:ino", Key: "k", Marks: map[string]string{}},
+		{Local: "l", Key: "k", Ignore: []ignoreDep{{Name: "/r/.gitignore", Present: true, Sum: [32]byte{1}}, {Name: "/r/.git/info/exclude"}},
+			Marks: map[string]string{"ADR-001": "src/old.go", "PF-002": "docs/x.md:3"}},
+		{Local: "l", Key: "k", Marks: map[string]string{}, Tree: []pathStamp{}},
+		{Local: "l", Key: "k", Marks: map[string]string{"ADR-001": "a.go"}, Tree: []pathStamp{stamp,
+			{Path: "/r/src/a.go", Kind: stampLines, Rel: "src/a.go", Lines: 120}, {Path: "/r", Kind: stampWay}, {Path: "/r/b.go", Kind: stampPresence}}},
+	} {
+		body, ok := cachedir.Unseal(encodeEntryMarks(&want), entryMarksMagic)
+		if !ok {
+			t.Fatal("the file as written is refused")
+		}
+		got, ok := decodeEntryMarks(body)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("read back\n%+v\nwant\n%+v", got, want)
+		}
+	}
+	for name, bad := range map[string]entryMarksCache{
+		"kind":  {Marks: map[string]string{}, Tree: []pathStamp{{Path: "/r", Kind: stampList + 1}}},
+		"lines": {Marks: map[string]string{}, Tree: []pathStamp{{Path: "/r", Kind: stampLines, Lines: 1 << 40}}},
+	} {
+		body, _ := cachedir.Unseal(encodeEntryMarks(&bad), entryMarksMagic)
+		if _, ok := decodeEntryMarks(body); ok {
+			t.Fatalf("a stamp with a bad %s is read", name)
+		}
+	}
+	e := cachedir.NewEncoder(entryMarksMagic, 0)
+	e.String("l")
+	e.String("k")
+	e.Uvarint(0)
+	e.Uvarint(2)
+	for range 2 {
+		e.String("ADR-001")
+		e.String("a.go")
+	}
+	e.Bool(false)
+	e.Uvarint(0)
+	body, _ := cachedir.Unseal(e.Sealed(), entryMarksMagic)
+	if _, ok := decodeEntryMarks(body); ok {
+		t.Fatal("an id written twice is read")
+	}
 }

@@ -18,7 +18,7 @@ import (
 const IndexDigestFile = "index.digest"
 
 // indexMemoMagic starts the file; another version is ignored.
-const indexMemoMagic = "learnwatch index digest 4\n"
+const indexMemoMagic = "learnwatch index digest 5\n"
 
 // IndexArtifactsFile keeps, in the cache directory, what the last index
 // read holds under the artifacts' directories (gitrepo.Artifacts), with
@@ -27,7 +27,7 @@ const indexMemoMagic = "learnwatch index digest 4\n"
 const IndexArtifactsFile = "index.artifacts"
 
 // indexArtifactsMagic starts that file; another version is ignored.
-const indexArtifactsMagic = "learnwatch index artifacts 2\n"
+const indexArtifactsMagic = "learnwatch index artifacts 3\n"
 
 // maxIndexArtifacts bounds that file (an entry is about 100 bytes).
 const maxIndexArtifacts = 64 << 20
@@ -113,8 +113,7 @@ func IndexIdentity(root, name string, keep bool) (id IndexID, fi fs.FileInfo) {
 		}
 		return same(""), nil
 	}
-	var m indexMemo
-	if cachedir.ReadGob(root, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) && m.Checksum == sum && m.Staged != "" && m.Names != "" &&
+	if m, ok := readIndexMemo(root); ok && m.Checksum == sum && m.Staged != "" && m.Names != "" &&
 		(m.Artifacts || !keep) {
 		return m.id(), fi
 	}
@@ -133,8 +132,8 @@ func IndexIdentity(root, name string, keep bool) (id IndexID, fi fs.FileInfo) {
 	// made for it. The artifacts' file goes first: the digest's memo
 	// says it was written.
 	if _, err := safefs.Lstat(filepath.Join(root, safefs.MemoryDirName)); err == nil && keep {
-		m.Artifacts = cachedir.WriteGobUnsynced(root, IndexArtifactsFile, indexArtifactsMagic, &artifactsMemo{Checksum: m.Checksum, Tree: a.Tree, Files: a.Pack()}) == nil
-		_ = cachedir.WriteGobUnsynced(root, IndexDigestFile, indexMemoMagic, &m)
+		m.Artifacts = cachedir.WriteSealedUnsynced(root, IndexArtifactsFile, encodeArtifactsMemo(&artifactsMemo{Checksum: m.Checksum, Tree: a.Tree, Files: a.Pack()})) == nil
+		_ = cachedir.WriteSealedUnsynced(root, IndexDigestFile, encodeIndexMemo(&m))
 	}
 	return m.id(), fi
 }
@@ -184,11 +183,66 @@ func IndexArtifacts(root, name string) (gitrepo.Artifacts, bool) {
 	if _, a, ok := lastDigest.of(sum); ok {
 		return a, true
 	}
-	var m artifactsMemo
-	if cachedir.ReadGob(root, IndexArtifactsFile, indexArtifactsMagic, maxIndexArtifacts, &m) && m.Checksum == sum {
+	if m, ok := readArtifactsMemo(root); ok && m.Checksum == sum {
 		if a, ok := gitrepo.UnpackArtifacts(m.Tree, m.Files); ok {
 			return a, true
 		}
 	}
 	return gitrepo.Artifacts{}, false
+}
+
+// Both files are sealed cache files (cachedir.Encoder; gob before
+// 2026-11-28): the digest is the index's checksum, the two digests
+// (staged, names) and whether the artifacts' file was written; the
+// artifacts' file the index's checksum, the tree's 20 bytes and the
+// packed files (gitrepo.Artifacts.Pack).
+
+// readIndexMemo reads the digest kept in root's cache directory.
+func readIndexMemo(root string) (indexMemo, bool) {
+	body, ok := cachedir.ReadSealed(root, IndexDigestFile, indexMemoMagic, maxIndexMemo)
+	if !ok {
+		return indexMemo{}, false
+	}
+	d := cachedir.NewDecoder(body)
+	m := indexMemo{Checksum: d.String(), Digests: gitrepo.Digests{Staged: d.String(), Names: d.String()}, Artifacts: d.Bool()}
+	if !d.OK() {
+		return indexMemo{}, false
+	}
+	return m, true
+}
+
+// encodeIndexMemo is the digest's file of m.
+func encodeIndexMemo(m *indexMemo) []byte {
+	e := cachedir.NewEncoder(indexMemoMagic, len(m.Checksum)+len(m.Staged)+len(m.Names)+8)
+	e.String(m.Checksum)
+	e.String(m.Staged)
+	e.String(m.Names)
+	e.Bool(m.Artifacts)
+	return e.Sealed()
+}
+
+// readArtifactsMemo reads the artifacts' file kept in root's cache
+// directory.
+func readArtifactsMemo(root string) (artifactsMemo, bool) {
+	body, ok := cachedir.ReadSealed(root, IndexArtifactsFile, indexArtifactsMagic, maxIndexArtifacts)
+	if !ok {
+		return artifactsMemo{}, false
+	}
+	d := cachedir.NewDecoder(body)
+	m := artifactsMemo{Checksum: d.String()}
+	copy(m.Tree[:], d.Fixed(len(m.Tree)))
+	m.Files = d.Bytes()
+	if !d.OK() {
+		return artifactsMemo{}, false
+	}
+	return m, true
+}
+
+// encodeArtifactsMemo is the artifacts' file of m.
+func encodeArtifactsMemo(m *artifactsMemo) []byte {
+	e := cachedir.NewEncoder(indexArtifactsMagic, len(m.Checksum)+len(m.Tree)+len(m.Files)+8)
+	e.String(m.Checksum)
+	e.Fixed(m.Tree[:])
+	e.Bytes(m.Files)
+	return e.Sealed()
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +69,8 @@ func TestIndexIdentity(t *testing.T) {
 	if id0.of(Auto) != id0.Names || id0.of(Staged) != id0.Staged || id0.of(PreCommit) != id0.Staged {
 		t.Fatal("the checks against the index do not depend on what it stages")
 	}
-	var m indexMemo
-	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || m.id() != id0 {
+	m, ok := readIndexMemo(r.dir)
+	if !ok || m.id() != id0 {
 		t.Fatalf("the digest was not kept: %+v", m)
 	}
 
@@ -80,24 +81,24 @@ func TestIndexIdentity(t *testing.T) {
 
 	// A kept digest is believed for its checksum only.
 	sum, _ := indexChecksum(t, index)
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: strings.Repeat("0", 39) + "1", Digests: gitrepo.Digests{Staged: "planted", Names: "planted"}})
+	cachedir.WriteSealed(r.dir, IndexDigestFile, encodeIndexMemo(&indexMemo{Checksum: strings.Repeat("0", 39) + "1", Digests: gitrepo.Digests{Staged: "planted", Names: "planted"}}))
 	if id := indexIdentity(r.dir, index, true); id != id0 {
 		t.Fatalf("a digest kept for another checksum was believed: %q", id)
 	}
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}, Artifacts: true})
+	cachedir.WriteSealed(r.dir, IndexDigestFile, encodeIndexMemo(&indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}, Artifacts: true}))
 	if id := indexIdentity(r.dir, index, true); id != (IndexID{"staged:kept", "names:kept"}) {
 		t.Fatalf("the kept digest of this checksum was not used: %q", id)
 	}
 	// One kept without the artifacts' facts is enough for a run that
 	// keeps nothing; a run that keeps computes both again.
-	cachedir.WriteGob(r.dir, IndexDigestFile, indexMemoMagic, &indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}})
+	cachedir.WriteSealed(r.dir, IndexDigestFile, encodeIndexMemo(&indexMemo{Checksum: sum, Digests: gitrepo.Digests{Staged: "kept", Names: "kept"}}))
 	if id := indexIdentity(r.dir, index, false); id != (IndexID{"staged:kept", "names:kept"}) {
 		t.Fatalf("the kept digest of this checksum was not used by a run that keeps nothing: %q", id)
 	}
 	if id := indexIdentity(r.dir, index, true); id != id0 {
 		t.Fatalf("a kept digest without the artifacts' facts, in a run that keeps: %q", id)
 	}
-	if !cachedir.ReadGob(r.dir, IndexDigestFile, indexMemoMagic, maxIndexMemo, &m) || m.id() != id0 || !m.Artifacts {
+	if m, ok = readIndexMemo(r.dir); !ok || m.id() != id0 || !m.Artifacts {
 		t.Fatalf("not kept again with the artifacts' facts: %+v", m)
 	}
 	os.WriteFile(cachedir.Path(r.dir, IndexDigestFile), []byte(indexMemoMagic+"\x03\xff"), 0o644)
@@ -206,5 +207,27 @@ func TestIndexArtifacts(t *testing.T) {
 	lastDigest.set(indexMemo{}, gitrepo.Artifacts{})
 	if a, ok := IndexArtifacts(r.dir, index); !ok || a.Tree != [20]byte{} {
 		t.Fatalf("after a change staged: %v, tree %x (want none)", ok, a.Tree)
+	}
+}
+
+// The index digest's and the artifacts' files read back as written.
+func TestIndexMemoCodec(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, ".memory"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := indexMemo{Checksum: strings.Repeat("ab", 20), Digests: gitrepo.Digests{Staged: "s", Names: "n"}, Artifacts: true}
+	if err := cachedir.WriteSealed(root, IndexDigestFile, encodeIndexMemo(&m)); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := readIndexMemo(root); !ok || got != m {
+		t.Fatalf("digest read back as %+v, want %+v", got, m)
+	}
+	a := artifactsMemo{Checksum: "c", Tree: [20]byte{3}, Files: []byte("packed\x00files")}
+	if err := cachedir.WriteSealed(root, IndexArtifactsFile, encodeArtifactsMemo(&a)); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := readArtifactsMemo(root); !ok || !reflect.DeepEqual(got, a) {
+		t.Fatalf("artifacts read back as %+v, want %+v", got, a)
 	}
 }
