@@ -23,10 +23,9 @@ import (
 // log facts, the knowledge entries and their references, the entry marks,
 // git's index digest) were gob: gob builds its decoder for the types at
 // each read, and those reads were about 4 ms of a 10k session start's
-// 26 ms of CPU. Another magic, a
-// checksum that does not match (a torn write, planted bytes), a length
-// past the end or bytes left over mean the cache is not used, like an
-// unreadable one.
+// 26 ms of CPU. Another magic, a checksum that does not match (a torn
+// write, planted bytes), a length past the end or bytes left over mean
+// the cache is not used, like an unreadable one.
 
 // Encoder appends a sealed file's fields.
 type Encoder struct{ b []byte }
