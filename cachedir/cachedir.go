@@ -5,8 +5,8 @@
 // in it may be deleted at any time: a cache that is missing, unreadable or
 // from another version is ignored and rebuilt. The caches other packages
 // keep there are written in its sealed binary form (Encoder, Decoder,
-// ReadSealed, WriteSealed: sealed.go), but for the stat cache and the
-// staleness cache, which have codecs of their own.
+// ReadSealed, WriteSealed: sealed.go), but for the staleness cache,
+// which has a codec of its own.
 package cachedir
 
 import (

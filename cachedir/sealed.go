@@ -89,8 +89,11 @@ func (e *Encoder) Strings(ss []string) {
 
 // Sealed returns the file: what was appended and its checksum. The
 // Encoder is done with.
-func (e *Encoder) Sealed() []byte {
-	return binary.LittleEndian.AppendUint32(e.b, crc32.ChecksumIEEE(e.b))
+func (e *Encoder) Sealed() []byte { return Seal(e.b) }
+
+// Seal appends the checksum of b (the magic and the body) to it.
+func Seal(b []byte) []byte {
+	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
 }
 
 // Unseal returns the body of data, a sealed file starting with magic:

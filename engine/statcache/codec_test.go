@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+
+	"github.com/learnwatch/learnwatch/cachedir"
 )
 
 func sampleEntries(n int) map[string]Entry {
@@ -60,7 +62,7 @@ func TestCodec(t *testing.T) {
 			t.Fatalf("%d entries: zeros after the magic decode", n)
 		}
 	}
-	for _, old := range []string{"learnwatch stat cache 1\n", "learnwatch stat cache 2\n\x07default\x00"} {
+	for _, old := range []string{"learnwatch stat cache 1\n", "learnwatch stat cache 2\n\x07default\x00", "learnwatch stat cache 3\n\x07default\x00"} {
 		if _, _, err := decode([]byte(old)); err == nil {
 			t.Fatalf("another version decodes: %q", old)
 		}
@@ -78,7 +80,7 @@ func FuzzCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// As given (almost always refused by its checksum), and sealed
 		// with a matching one, so that the fuzzer reaches the parser.
-		for _, in := range [][]byte{b, seal(bytes.Clone(b))} {
+		for _, in := range [][]byte{b, cachedir.Seal(bytes.Clone(b))} {
 			mode, entries, err := decode(in)
 			if err != nil {
 				continue

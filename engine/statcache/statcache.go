@@ -28,8 +28,9 @@ import (
 const FileName = "stat.cache"
 
 // Version is the format of the cache file (codec.go); another version is
-// ignored. Version 1 was JSON; version 2 had no checksum (and was synced).
-const Version = 3
+// ignored. Version 1 was JSON; version 2 had no checksum (and was synced);
+// version 3 had a CRC-32C and a codec of its own.
+const Version = 4
 
 // maxSize bounds the cache file read (about 200 bytes an artifact).
 const maxSize = 64 << 20
