@@ -4,8 +4,8 @@
 // never commits it whatever the repository's own ignore rules say. Anything
 // in it may be deleted at any time: a cache that is missing, unreadable or
 // from another version is ignored and rebuilt. The caches other packages
-// keep there are written in its sealed binary form (Encoder, Decoder,
-// ReadSealed, WriteSealed: sealed.go), but for the staleness cache,
+// keep there are sealed files (codec), read and written whole here
+// (ReadSealed, WriteSealed: sealed.go), but for the staleness cache,
 // which has a codec of its own.
 package cachedir
 

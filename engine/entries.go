@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/index"
 	"github.com/learnwatch/learnwatch/safefs"
 )
@@ -74,7 +75,7 @@ func loadEntries(root string) ([]index.Entry, []string, error) {
 	return out, warn, nil
 }
 
-// The file is a sealed cache file (cachedir.Encoder; gob before
+// The file is a sealed cache file (codec.Encoder; gob before
 // 2026-11-28, whose decoder build was most of a millisecond of every
 // session start): the count of files, then per file its name, the 32
 // bytes of its sum and the count of its entries, then per entry the
@@ -100,7 +101,7 @@ func encodeEntries(c *entriesCache) []byte {
 			size += len(e.ID) + len(e.Kind) + len(e.Title) + len(e.Status) + len(e.Area) + len(e.Source) + len(e.Text) + 14
 		}
 	}
-	enc := cachedir.NewEncoder(entriesMagic, size)
+	enc := codec.NewEncoder(entriesMagic, size)
 	enc.Uvarint(uint64(len(c.Files)))
 	for _, f := range c.Files {
 		enc.String(f.Name)
@@ -117,7 +118,7 @@ func encodeEntries(c *entriesCache) []byte {
 
 // decodeEntries reads what encodeEntries wrote (the body, unsealed).
 func decodeEntries(body []byte) (entriesCache, bool) {
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	var c entriesCache
 	// A file is at least its name's length, its sum and a count; an
 	// entry its seven lengths.

@@ -15,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/manifest"
 )
@@ -30,7 +31,7 @@ const logFactsMagic = "learnwatch log facts 2\n"
 // as manifest.Log.Find answers): IDs sorted, Confidence[i] the
 // confidence of IDs[i].
 //
-// The file is a sealed cache file (cachedir.Encoder; gob before
+// The file is a sealed cache file (codec.Encoder; gob before
 // 2026-11-28, which decoded the 10,000 confidences of the 10k fixture
 // into a map in about 2 ms of every session start): the stat (size,
 // mtime and ctime as varints, inode and type as uvarints), the ids (a
@@ -87,7 +88,7 @@ func encodeLogFacts(f *logFacts) []byte {
 	for _, id := range f.IDs {
 		size += len(id) + 2
 	}
-	e := cachedir.NewEncoder(logFactsMagic, size)
+	e := codec.NewEncoder(logFactsMagic, size)
 	e.Varint(f.Stat.Size)
 	e.Varint(f.Stat.Mtime)
 	e.Varint(f.Stat.Ctime)
@@ -102,7 +103,7 @@ func encodeLogFacts(f *logFacts) []byte {
 
 // decodeLogFacts reads what encodeLogFacts wrote (the body, unsealed).
 func decodeLogFacts(body []byte) (*logFacts, bool) {
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	f := &logFacts{}
 	f.Stat.Size, f.Stat.Mtime, f.Stat.Ctime = d.Varint(), d.Varint(), d.Varint()
 	f.Stat.Ino = d.Uvarint()

@@ -35,6 +35,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/cachedir"
 	"github.com/learnwatch/learnwatch/citation"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/gitrepo"
@@ -184,7 +185,7 @@ func same(k depKind, was, now depStat, mode statcache.Mode) bool {
 	}
 }
 
-// The record is a sealed cache file (cachedir.Encoder; gob before
+// The record is a sealed cache file (codec.Encoder; gob before
 // 2026-11-28, whose decoder build was a millisecond of every replay):
 //
 //	the key, confirmed, the paths (a string list), their kinds (a byte
@@ -202,7 +203,7 @@ func encodeRecord(r *replayRecord) []byte {
 	for _, p := range r.Paths {
 		size += len(p) + 24
 	}
-	e := cachedir.NewEncoder(replayMagic, size)
+	e := codec.NewEncoder(replayMagic, size)
 	e.String(r.Key)
 	e.Bool(r.Confirmed)
 	e.Strings(r.Paths)
@@ -242,7 +243,7 @@ func encodeRecord(r *replayRecord) []byte {
 
 // decodeRecord reads what encodeRecord wrote (the body, unsealed).
 func decodeRecord(body []byte) (*replayRecord, bool) {
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	r := &replayRecord{Key: d.String(), Confirmed: d.Bool(), Paths: d.Strings()}
 	n := len(r.Paths)
 	kinds := d.Fixed(n)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/index"
 )
@@ -50,7 +51,7 @@ func TestReplayRecordRoundTrip(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 7, 500} {
 		for range 20 {
 			want := randomRecord(r, n)
-			body, ok := cachedir.Unseal(encodeRecord(&want), replayMagic)
+			body, ok := codec.Unseal(encodeRecord(&want), replayMagic)
 			if !ok {
 				t.Fatal("the record as written is refused")
 			}
@@ -89,7 +90,7 @@ func TestReplayRecordRefusesInconsistent(t *testing.T) {
 		t.Fatal("a record with an unknown kind is read")
 	}
 	// A listing sum placed after the last path: written by hand.
-	e := cachedir.NewEncoder(replayMagic, 0)
+	e := codec.NewEncoder(replayMagic, 0)
 	e.String("k")
 	e.Bool(true)
 	e.Strings([]string{"/r/a"})
@@ -121,7 +122,7 @@ func TestReplayRecordRefusesInconsistent(t *testing.T) {
 func TestLogFactsRoundTrip(t *testing.T) {
 	want := logFacts{Stat: statcache.Stat{Size: 3_800_000, Mtime: 1_764_000_000_123_456_789, Ctime: -1, Ino: 1 << 63}, Type: 0o100644,
 		IDs: []string{"obs_a", "obs_b", "obs_c"}, Confidence: []float64{0.5, 0, 0.95}}
-	body, ok := cachedir.Unseal(encodeLogFacts(&want), logFactsMagic)
+	body, ok := codec.Unseal(encodeLogFacts(&want), logFactsMagic)
 	if !ok {
 		t.Fatal("the facts as written are refused")
 	}
@@ -140,7 +141,7 @@ func TestLogFactsRoundTrip(t *testing.T) {
 	for _, ids := range [][]string{{"obs_b", "obs_a", "obs_c"}, {"obs_a", "obs_a", "obs_c"}} {
 		bad := want
 		bad.IDs = ids
-		body, _ := cachedir.Unseal(encodeLogFacts(&bad), logFactsMagic)
+		body, _ := codec.Unseal(encodeLogFacts(&bad), logFactsMagic)
 		if _, ok := decodeLogFacts(body); ok {
 			t.Fatalf("ids %q read", ids)
 		}
@@ -166,7 +167,7 @@ func TestEntriesCacheRoundTrip(t *testing.T) {
 		}},
 		{Name: "pitfalls.md", Sum: [32]byte{31: 9}},
 	}}
-	body, ok := cachedir.Unseal(encodeEntries(&want), entriesMagic)
+	body, ok := codec.Unseal(encodeEntries(&want), entriesMagic)
 	if !ok {
 		t.Fatal("the cache as written is refused")
 	}
@@ -180,7 +181,7 @@ func TestEntriesCacheRoundTrip(t *testing.T) {
 	full := index.Entry{ID: "i", Kind: "k", Title: "t", Status: "s", Area: "a", Score: 2, Source: "src", Text: "x", Order: 3,
 		Refs: []string{"r"}, Tags: []string{"g"}, Stale: "st"}
 	c := entriesCache{Files: []entriesOf{{Name: "n", Entries: []index.Entry{full}}}}
-	body, _ = cachedir.Unseal(encodeEntries(&c), entriesMagic)
+	body, _ = codec.Unseal(encodeEntries(&c), entriesMagic)
 	got, _ = decodeEntries(body)
 	clean := index.Clean(full)
 	clean.Score = 0

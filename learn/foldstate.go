@@ -1,12 +1,13 @@
 package learn
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"time"
+
+	"github.com/learnwatch/learnwatch/codec"
 )
 
 // The fold state is a Folder's raw (undecayed) per-target sums exactly as
@@ -45,13 +46,12 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	b := append(make([]byte, 0, 64+len(ids)*160), foldMagic...)
-	b = binary.AppendVarint(b, int64(f.events))
-	var err error
-	if b, err = appendTime(b, f.newest); err != nil {
+	e := codec.NewEncoder(foldMagic, 64+len(ids)*160)
+	e.Varint(int64(f.events))
+	if err := appendTime(e, f.newest); err != nil {
 		return nil, err
 	}
-	b = binary.AppendUvarint(b, uint64(len(ids)))
+	e.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		s := f.stats[id]
 		sums := []float64{s.Helpful, s.Harmful, s.Neutral}
@@ -63,39 +63,39 @@ func (f *Folder) MarshalBinary() ([]byte, error) {
 				return nil, fmt.Errorf("fold state: %s has a sum that is not a finite number", id)
 			}
 		}
-		b = appendString(b, s.Target)
-		b = appendString(b, s.Type)
-		b = appendFloat(b, s.Helpful)
-		b = appendFloat(b, s.Harmful)
-		b = appendFloat(b, s.Neutral)
+		e.String(s.Target)
+		e.String(s.Type)
+		e.Float64(s.Helpful)
+		e.Float64(s.Harmful)
+		e.Float64(s.Neutral)
 		for _, n := range []int{s.HelpfulEvents, s.HarmfulEvents, s.NeutralEvents} {
-			b = binary.AppendVarint(b, int64(n))
+			e.Varint(int64(n))
 		}
 		for _, t := range []time.Time{s.LastFeedback, s.LastUse} {
-			if b, err = appendTime(b, t); err != nil {
+			if err := appendTime(e, t); err != nil {
 				return nil, err
 			}
 		}
 		for _, n := range []int{s.Reinforcements, s.Outcomes, s.OutcomeFailures} {
-			b = binary.AppendVarint(b, int64(n))
+			e.Varint(int64(n))
 		}
-		b = append(b, boolByte(s.Regression))
-		b = binary.AppendVarint(b, int64(s.Aged))
-		b = appendString(b, s.Via)
-		b = binary.AppendUvarint(b, uint64(len(s.deleted)))
+		e.Bool(s.Regression)
+		e.Varint(int64(s.Aged))
+		e.String(s.Via)
+		e.Uvarint(uint64(len(s.deleted)))
 		for _, d := range s.deleted {
-			b = appendFloat(b, d.mag)
-			b = appendString(b, d.of)
+			e.Float64(d.mag)
+			e.String(d.of)
 		}
-		b = appendString(b, string(s.Manual))
-		b = appendString(b, s.ManualReason)
+		e.String(string(s.Manual))
+		e.String(s.ManualReason)
 		for _, t := range []time.Time{s.ManualAt, s.ResetAt} {
-			if b, err = appendTime(b, t); err != nil {
+			if err := appendTime(e, t); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return b, nil
+	return e.Appended(), nil
 }
 
 // UnmarshalBinary restores a folder written by MarshalBinary. Anything
@@ -106,188 +106,122 @@ func (f *Folder) UnmarshalBinary(data []byte) error {
 	if !v1 && (len(data) < len(foldMagic) || string(data[:len(foldMagic)]) != foldMagic) {
 		return errors.New("fold state: not a fold state of this version")
 	}
-	d := decoder{b: data[len(foldMagic):]}
+	d := decoder{Decoder: codec.NewDecoder(data[len(foldMagic):])}
 	events := d.int()
 	newest := d.time()
-	n := d.uvarint()
-	if d.err == nil && (events < 0 || n > maxFoldTargets || n > uint64(len(d.b))) {
-		d.fail()
+	n := d.Count(1)
+	if d.ok() && (events < 0 || n > maxFoldTargets) {
+		d.err = errors.New("fold state: a count no fold gives")
 	}
 	stats := make(map[string]Stats, min(n, 1<<16))
 	prev := ""
-	for i := uint64(0); i < n && d.err == nil; i++ {
+	for i := 0; i < n && d.ok(); i++ {
 		var s Stats
-		s.Target = d.string()
-		s.Type = d.string()
+		s.Target = d.String()
+		s.Type = d.String()
 		s.Helpful, s.Harmful, s.Neutral = d.float(), d.float(), d.float()
 		s.HelpfulEvents, s.HarmfulEvents, s.NeutralEvents = d.int(), d.int(), d.int()
 		s.LastFeedback, s.LastUse = d.time(), d.time()
 		s.Reinforcements, s.Outcomes, s.OutcomeFailures = d.int(), d.int(), d.int()
-		s.Regression = d.bool()
+		s.Regression = d.Bool()
 		s.Aged = d.int()
-		s.Via = d.string()
-		if k := d.uvarint(); k > 0 {
-			if k > uint64(len(d.b))/8 {
-				d.fail()
-				break
-			}
+		s.Via = d.String()
+		if k := d.Count(8); k > 0 {
 			s.deleted = make([]inForce, k)
 			for j := range s.deleted {
 				s.deleted[j].mag = d.float()
 				if !v1 {
-					s.deleted[j].of = d.string()
+					s.deleted[j].of = d.String()
 				}
 			}
 		}
-		s.Manual = Level(d.string())
-		s.ManualReason = d.string()
+		s.Manual = Level(d.String())
+		s.ManualReason = d.String()
 		s.ManualAt, s.ResetAt = d.time(), d.time()
-		if d.err == nil && (s.Target == "" || (i > 0 && s.Target <= prev)) {
+		if d.ok() && (s.Target == "" || (i > 0 && s.Target <= prev)) {
 			d.err = fmt.Errorf("fold state: target %q empty, repeated or out of order", s.Target)
 		}
-		if d.err == nil && !plausible(s) {
+		if d.ok() && !plausible(s) {
 			d.err = fmt.Errorf("fold state: target %q has negative sums or counts, which no fold gives", s.Target)
 		}
 		prev = s.Target
 		stats[s.Target] = s
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = errors.New("fold state: trailing bytes")
-	}
-	if d.err != nil {
+	switch {
+	case d.err != nil:
 		return d.err
+	case d.Failed():
+		return errors.New("fold state: truncated or malformed")
+	case !d.OK():
+		return errors.New("fold state: trailing bytes")
 	}
 	*f = Folder{stats: stats, newest: newest, events: events}
 	return nil
 }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendFloat(b []byte, v float64) []byte {
-	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
-}
-
-func appendTime(b []byte, t time.Time) ([]byte, error) {
+// appendTime appends t in time.Time's own binary form.
+func appendTime(e *codec.Encoder, t time.Time) error {
 	tb, err := t.MarshalBinary()
 	if err != nil {
-		return nil, fmt.Errorf("fold state: %w", err)
+		return fmt.Errorf("fold state: %w", err)
 	}
-	b = binary.AppendUvarint(b, uint64(len(tb)))
-	return append(b, tb...), nil
+	e.Bytes(tb)
+	return nil
 }
 
-func boolByte(v bool) byte {
-	if v {
-		return 1
-	}
-	return 0
-}
-
-// decoder reads the fold state; the first error sticks and every later
-// read returns a zero value.
+// decoder reads the fold state: the codec's fields, and the fold's own
+// checks on them. The first failure, of either, sticks.
 type decoder struct {
-	b   []byte
-	err error
+	*codec.Decoder
+	err error // the fold's own checks
 }
 
-func (d *decoder) fail() {
-	if d.err == nil {
-		d.err = errors.New("fold state: truncated or malformed")
-	}
-}
+func (d *decoder) ok() bool { return d.err == nil && !d.Failed() }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
+// int reads a varint that fits an int.
 func (d *decoder) int() int {
-	if d.err != nil {
+	v := d.Varint()
+	if v != int64(int(v)) {
+		d.setErr(errors.New("fold state: a count past an int"))
 		return 0
 	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 || v != int64(int(v)) {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
 	return int(v)
 }
 
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.fail()
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) string() string { return string(d.bytes()) }
-
+// float reads a finite float64.
 func (d *decoder) float() float64 {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b) < 8 {
-		d.fail()
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-	d.b = d.b[8:]
+	v := d.Float64()
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		d.err = errors.New("fold state: a sum that is not a finite number")
+		d.setErr(errors.New("fold state: a sum that is not a finite number"))
 		return 0
 	}
 	return v
 }
 
-func (d *decoder) bool() bool {
-	if d.err != nil {
-		return false
-	}
-	if len(d.b) < 1 || d.b[0] > 1 {
-		d.fail()
-		return false
-	}
-	v := d.b[0] == 1
-	d.b = d.b[1:]
-	return v
-}
-
+// time reads a time an RFC 3339 journal line can hold.
 func (d *decoder) time() time.Time {
-	b := d.bytes()
-	if d.err != nil || string(b) == zeroTime {
+	b := d.Fixed(d.Count(1))
+	if !d.ok() || string(b) == zeroTime {
 		return time.Time{}
 	}
 	var t time.Time
 	if err := t.UnmarshalBinary(b); err != nil {
-		d.err = fmt.Errorf("fold state: %w", err)
+		d.setErr(fmt.Errorf("fold state: %w", err))
 		return time.Time{}
 	}
 	// Only what an RFC 3339 journal line can hold: years 0000-9999 in
 	// UTC, an offset of whole minutes under a day.
 	if _, off := t.Zone(); t.UTC().Year() < 0 || t.UTC().Year() > 9999 || off%60 != 0 || off <= -86400 || off >= 86400 {
-		d.err = fmt.Errorf("fold state: time %v is not one a journal line can hold", t.UTC())
+		d.setErr(fmt.Errorf("fold state: time %v is not one a journal line can hold", t.UTC()))
 		return time.Time{}
 	}
 	return t
+}
+
+func (d *decoder) setErr(err error) {
+	if d.ok() {
+		d.err = err
+	}
 }
 
 // zeroTime is the zero time.Time's binary form, which reads back as the

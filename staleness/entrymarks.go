@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 	"github.com/learnwatch/learnwatch/gitrepo"
@@ -471,7 +472,7 @@ func (s pathStamp) check(root string) (now statStamp, listed, ok bool) {
 	return now, false, false
 }
 
-// The file is a sealed cache file (cachedir.Encoder; gob before
+// The file is a sealed cache file (codec.Encoder; gob before
 // 2026-11-28): the checkout's identity and the key; the ignore files (a
 // count, then each one's name, whether it was there and its sum's 32
 // bytes); the marks (a count, then each id and its reference, by id);
@@ -491,7 +492,7 @@ func readEntryMarksFile(root string) (entryMarksCache, bool) {
 
 // encodeEntryMarks is the file of f.
 func encodeEntryMarks(f *entryMarksCache) []byte {
-	e := cachedir.NewEncoder(entryMarksMagic, 64+len(f.Marks)*64+len(f.Tree)*96)
+	e := codec.NewEncoder(entryMarksMagic, 64+len(f.Marks)*64+len(f.Tree)*96)
 	e.String(f.Local)
 	e.String(f.Key)
 	e.Uvarint(uint64(len(f.Ignore)))
@@ -527,7 +528,7 @@ func encodeEntryMarks(f *entryMarksCache) []byte {
 // unsealed). A kind no version wrote, a type or count out of range, or an
 // id written twice is refused.
 func decodeEntryMarks(body []byte) (entryMarksCache, bool) {
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	f := entryMarksCache{Local: d.String(), Key: d.String()}
 	if n := d.Count(1 + 1 + 32); n > 0 {
 		f.Ignore = make([]ignoreDep, n)

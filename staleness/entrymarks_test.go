@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/engine/statcache"
 )
@@ -563,7 +564,7 @@ func TestEntryMarksCodec(t *testing.T) {
 		{Local: "l", Key: "k", Marks: map[string]string{"ADR-001": "a.go"}, Tree: []pathStamp{stamp,
 			{Path: "/r/src/a.go", Kind: stampLines, Rel: "src/a.go", Lines: 120}, {Path: "/r", Kind: stampWay}, {Path: "/r/b.go", Kind: stampPresence}}},
 	} {
-		body, ok := cachedir.Unseal(encodeEntryMarks(&want), entryMarksMagic)
+		body, ok := codec.Unseal(encodeEntryMarks(&want), entryMarksMagic)
 		if !ok {
 			t.Fatal("the file as written is refused")
 		}
@@ -576,12 +577,12 @@ func TestEntryMarksCodec(t *testing.T) {
 		"kind":  {Marks: map[string]string{}, Tree: []pathStamp{{Path: "/r", Kind: stampList + 1}}},
 		"lines": {Marks: map[string]string{}, Tree: []pathStamp{{Path: "/r", Kind: stampLines, Lines: 1 << 40}}},
 	} {
-		body, _ := cachedir.Unseal(encodeEntryMarks(&bad), entryMarksMagic)
+		body, _ := codec.Unseal(encodeEntryMarks(&bad), entryMarksMagic)
 		if _, ok := decodeEntryMarks(body); ok {
 			t.Fatalf("a stamp with a bad %s is read", name)
 		}
 	}
-	e := cachedir.NewEncoder(entryMarksMagic, 0)
+	e := codec.NewEncoder(entryMarksMagic, 0)
 	e.String("l")
 	e.String("k")
 	e.Uvarint(0)
@@ -592,7 +593,7 @@ func TestEntryMarksCodec(t *testing.T) {
 	}
 	e.Bool(false)
 	e.Uvarint(0)
-	body, _ := cachedir.Unseal(e.Sealed(), entryMarksMagic)
+	body, _ := codec.Unseal(e.Sealed(), entryMarksMagic)
 	if _, ok := decodeEntryMarks(body); ok {
 		t.Fatal("an id written twice is read")
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/config"
 )
 
@@ -75,7 +76,7 @@ func saveEntryRefs(root string, f entryRefsFile) error {
 	return nil
 }
 
-// The file is a sealed cache file (cachedir.Encoder; gob before
+// The file is a sealed cache file (codec.Encoder; gob before
 // 2026-11-28, whose decoder build was most of a millisecond of every
 // session start): the options' key, the count of texts, then per text
 // (by key) its 32-byte key and the count of its references, then per
@@ -102,7 +103,7 @@ func encodeEntryRefs(f *entryRefsFile) []byte {
 			size += len(r.Path) + len(r.Raw) + len(r.Dir) + 8
 		}
 	}
-	e := cachedir.NewEncoder(entryRefsMagic, size)
+	e := codec.NewEncoder(entryRefsMagic, size)
 	e.String(f.Opts)
 	e.Uvarint(uint64(len(keys)))
 	for _, k := range keys {
@@ -123,7 +124,7 @@ func encodeEntryRefs(f *entryRefsFile) []byte {
 // decodeEntryRefs reads what encodeEntryRefs wrote (the body, unsealed).
 // A key written twice is refused.
 func decodeEntryRefs(body []byte) (entryRefsFile, bool) {
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	f := entryRefsFile{Opts: d.String()}
 	// A text is at least its key and a count; a reference five bytes.
 	n := d.Count(33)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/config"
 )
 
@@ -95,7 +96,7 @@ func TestEntryRefsCodec(t *testing.T) {
 		{2}:     nil,
 		{31: 7}: {{Path: "a.go", Line: 1 << 30}},
 	}}
-	body, ok := cachedir.Unseal(encodeEntryRefs(&want), entryRefsMagic)
+	body, ok := codec.Unseal(encodeEntryRefs(&want), entryRefsMagic)
 	if !ok {
 		t.Fatal("the cache as written is refused")
 	}
@@ -103,14 +104,14 @@ func TestEntryRefsCodec(t *testing.T) {
 	if !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("read back %+v, want %+v", got, want)
 	}
-	e := cachedir.NewEncoder(entryRefsMagic, 0)
+	e := codec.NewEncoder(entryRefsMagic, 0)
 	e.String("opts-key")
 	e.Uvarint(2)
 	for range 2 {
 		e.Fixed(make([]byte, 32))
 		e.Uvarint(0)
 	}
-	body, _ = cachedir.Unseal(e.Sealed(), entryRefsMagic)
+	body, _ = codec.Unseal(e.Sealed(), entryRefsMagic)
 	if _, ok := decodeEntryRefs(body); ok {
 		t.Fatal("a key written twice is read")
 	}

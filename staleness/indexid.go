@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/safefs"
 )
@@ -191,7 +192,7 @@ func IndexArtifacts(root, name string) (gitrepo.Artifacts, bool) {
 	return gitrepo.Artifacts{}, false
 }
 
-// Both files are sealed cache files (cachedir.Encoder; gob before
+// Both files are sealed cache files (codec.Encoder; gob before
 // 2026-11-28): the digest is the index's checksum, the two digests
 // (staged, names) and whether the artifacts' file was written; the
 // artifacts' file the index's checksum, the tree's 20 bytes and the
@@ -203,7 +204,7 @@ func readIndexMemo(root string) (indexMemo, bool) {
 	if !ok {
 		return indexMemo{}, false
 	}
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	m := indexMemo{Checksum: d.String(), Digests: gitrepo.Digests{Staged: d.String(), Names: d.String()}, Artifacts: d.Bool()}
 	if !d.OK() {
 		return indexMemo{}, false
@@ -213,7 +214,7 @@ func readIndexMemo(root string) (indexMemo, bool) {
 
 // encodeIndexMemo is the digest's file of m.
 func encodeIndexMemo(m *indexMemo) []byte {
-	e := cachedir.NewEncoder(indexMemoMagic, len(m.Checksum)+len(m.Staged)+len(m.Names)+8)
+	e := codec.NewEncoder(indexMemoMagic, len(m.Checksum)+len(m.Staged)+len(m.Names)+8)
 	e.String(m.Checksum)
 	e.String(m.Staged)
 	e.String(m.Names)
@@ -228,7 +229,7 @@ func readArtifactsMemo(root string) (artifactsMemo, bool) {
 	if !ok {
 		return artifactsMemo{}, false
 	}
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	m := artifactsMemo{Checksum: d.String()}
 	copy(m.Tree[:], d.Fixed(len(m.Tree)))
 	m.Files = d.Bytes()
@@ -240,7 +241,7 @@ func readArtifactsMemo(root string) (artifactsMemo, bool) {
 
 // encodeArtifactsMemo is the artifacts' file of m.
 func encodeArtifactsMemo(m *artifactsMemo) []byte {
-	e := cachedir.NewEncoder(indexArtifactsMagic, len(m.Checksum)+len(m.Tree)+len(m.Files)+8)
+	e := codec.NewEncoder(indexArtifactsMagic, len(m.Checksum)+len(m.Tree)+len(m.Files)+8)
 	e.String(m.Checksum)
 	e.Fixed(m.Tree[:])
 	e.Bytes(m.Files)

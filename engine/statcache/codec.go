@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 )
 
 // The cache file is binary: a reconcile reads and writes it whole, and
 // at 10,000 artifacts encoding/json spent milliseconds on each. It is a
-// sealed cache file (cachedir.Encoder):
+// sealed cache file (codec.Encoder):
 //
 //	magic "learnwatch stat cache <Version>\n"
 //	the check_stat mode: uvarint length, bytes
@@ -44,7 +44,7 @@ func encode(mode Mode, entries map[string]Entry) []byte {
 		size += len(p) + len(e.SHA) + len(e.DJB2) + 40
 	}
 	slices.Sort(paths)
-	enc := cachedir.NewEncoder(magic, size)
+	enc := codec.NewEncoder(magic, size)
 	enc.String(string(mode))
 	enc.Uvarint(uint64(len(paths)))
 	for _, p := range paths {
@@ -65,11 +65,11 @@ var errFormat = errors.New("not a stat cache file of this version")
 // decode reads what encode wrote. It never panics and allocates no more
 // than the input justifies.
 func decode(b []byte) (Mode, map[string]Entry, error) {
-	body, ok := cachedir.Unseal(b, magic)
+	body, ok := codec.Unseal(b, magic)
 	if !ok {
 		return "", nil, errFormat
 	}
-	d := cachedir.NewDecoder(body)
+	d := codec.NewDecoder(body)
 	mode := Mode(d.String())
 	n := d.Count(minEntry)
 	if d.Failed() {

@@ -6,7 +6,7 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/learnwatch/learnwatch/cachedir"
+	"github.com/learnwatch/learnwatch/codec"
 )
 
 func sampleEntries(n int) map[string]Entry {
@@ -80,7 +80,7 @@ func FuzzCodec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// As given (almost always refused by its checksum), and sealed
 		// with a matching one, so that the fuzzer reaches the parser.
-		for _, in := range [][]byte{b, cachedir.Seal(bytes.Clone(b))} {
+		for _, in := range [][]byte{b, codec.Seal(bytes.Clone(b))} {
 			mode, entries, err := decode(in)
 			if err != nil {
 				continue
