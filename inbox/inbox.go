@@ -89,7 +89,8 @@ const (
 	KindCite     = "cite"
 )
 
-// MaxItemBytes bounds the size of an item file read by Drain.
+// MaxItemBytes bounds the size of an item file: a larger one is not
+// queued, and Drain sets aside one it finds.
 const MaxItemBytes = 64 << 20
 
 // OldAfter is the age from which review warns about queued items: every
@@ -212,14 +213,28 @@ func enqueue(root string, it Item) (Item, error) {
 	}
 	id := name(time.Now())
 	it.Version, it.ID, it.QueuedAt = 1, id, time.Now().UTC().Format(time.RFC3339Nano)
-	b, err := json.Marshal(it)
+	b, err := encodeItem(it, MaxItemBytes)
 	if err != nil {
-		return Item{}, fmt.Errorf("inbox: encode item: %w", err)
+		return Item{}, err
 	}
-	if err := manifest.WriteFile(filepath.Join(d, id+suffix), append(b, '\n'), 0o644); err != nil {
+	if err := manifest.WriteFile(filepath.Join(d, id+suffix), b, 0o644); err != nil {
 		return Item{}, fmt.Errorf("inbox: %w", err)
 	}
 	return it, nil
+}
+
+// encodeItem returns the file of it: refused when longer than max bytes,
+// which Drain would set aside; refused now, the writer hears it while it
+// still holds the input.
+func encodeItem(it Item, max int) ([]byte, error) {
+	b, err := json.Marshal(it)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: encode item: %w", err)
+	}
+	if b = append(b, '\n'); len(b) > max {
+		return nil, fmt.Errorf("inbox: an item of %d bytes, more than the %d one may hold: not queued", len(b), max)
+	}
+	return b, nil
 }
 
 // IsItem reports whether path names a queued item of root's inbox (not a

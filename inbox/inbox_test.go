@@ -557,3 +557,25 @@ func TestDrainCitesStretchesInOrder(t *testing.T) {
 		t.Errorf("offset %d, want 260", o)
 	}
 }
+
+// An item larger than the bound is refused when queued, not written for
+// Drain to set aside: the writer hears it while it still holds the input.
+// One of exactly the bound is written, and reads back.
+func TestEnqueueBounded(t *testing.T) {
+	it := Item{Version: 1, ID: "20261129T010000.000000000Z-1", Kind: KindObserve,
+		Observations: []*manifest.Observation{obs(t, `{"id":"obs_a","type":"workflow","pattern":"Deploy with make release","quality_ok":true,"evidence":["e"]}`)}}
+	b, err := encodeItem(it, MaxItemBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := encodeItem(it, len(b)-1); err == nil || !strings.Contains(err.Error(), "not queued") {
+		t.Fatalf("an item of %d bytes under a bound of %d: %v", len(b), len(b)-1, err)
+	}
+	exact, err := encodeItem(it, len(b))
+	if err != nil || string(exact) != string(b) {
+		t.Fatalf("an item of exactly the bound: %q, %v", exact, err)
+	}
+	if back, err := Parse(exact, it.ID); err != nil || len(back.Observations) != 1 {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+}

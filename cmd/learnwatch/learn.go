@@ -82,9 +82,14 @@ var stdinExamples = map[string]string{
 	"learnwatch verdict record": `echo '{"run_id":"r1","verdict":"PASS","role":"sentinel","evidence_level":1}' | learnwatch verdict record`,
 }
 
-// readAllStdin reads the command's JSON input. A terminal on stdin is refused
-// with a hint: waiting silently for input nobody knows to type looks like a
-// hang.
+// maxStdin bounds a command's JSON input: what one inbox item may hold,
+// so that input taken here can be queued when the lock is busy and is
+// never refused by the drain after it.
+const maxStdin = inbox.MaxItemBytes
+
+// readAllStdin reads the command's JSON input, at most maxStdin bytes. A
+// terminal on stdin is refused with a hint: waiting silently for input
+// nobody knows to type looks like a hang.
 func readAllStdin(a *app) ([]byte, error) {
 	if stdinIsTerminal(a.stdin) {
 		ex := stdinExamples[a.cmdPath]
@@ -93,9 +98,12 @@ func readAllStdin(a *app) ([]byte, error) {
 		}
 		return nil, exitcode.Bad("%s reads JSON from stdin, and stdin is a terminal: pipe the input in, e.g.\n  %s", a.cmdPath, ex)
 	}
-	data, err := io.ReadAll(a.stdin)
+	data, err := io.ReadAll(io.LimitReader(a.stdin, maxStdin+1))
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.IO, fmt.Errorf("read stdin: %w", err))
+	}
+	if len(data) > maxStdin {
+		return nil, exitcode.Bad("%s: stdin holds more than %d MiB, more than one run takes: nothing was written; split the input into smaller runs", a.cmdPath, maxStdin>>20)
 	}
 	return data, nil
 }

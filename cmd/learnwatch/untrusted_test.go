@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/textsafe"
 )
 
@@ -328,5 +330,51 @@ func TestStopHookFIFOTranscript(t *testing.T) {
 	}
 	if r.stdout != "" {
 		t.Fatalf("stdout %q", r.stdout)
+	}
+}
+
+// newlines reads as many newlines as asked.
+type newlines struct{}
+
+func (newlines) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '\n'
+	}
+	return len(p), nil
+}
+
+// A command's JSON input is read up to what one inbox item may hold: a
+// stdin longer than that (a runaway producer, `yes |`) is refused whole,
+// exit 2 and nothing written, instead of growing the process until the
+// machine runs out of memory; an input of exactly that size is taken.
+func TestStdinBounded(t *testing.T) {
+	obs := `{"id":"obs_big","type":"workflow","pattern":"Deploy with make release","evidence":["ran make release"],"quality_ok":true}`
+	inputs := map[string]string{
+		"observe":        obs,
+		"outcome record": `{"run_id":"r1","success":true,"duration_ms":60000,"retry_count":0}`,
+		"verdict record": `{"run_id":"r1","verdict":"PASS","role":"sentinel","evidence_level":1}`,
+	}
+	padded := func(s string, n int) io.Reader {
+		return io.MultiReader(strings.NewReader(s), io.LimitReader(newlines{}, int64(n-len(s))))
+	}
+	for cmd, in := range inputs {
+		root := t.TempDir()
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"--root", root}, strings.Fields(cmd)...)
+		code := run(args, padded(in, maxStdin+1), &stdout, &stderr)
+		if code != exitcode.BadInput || !strings.Contains(stderr.String(), "stdin holds more than 64 MiB") {
+			t.Errorf("%s, %d bytes on stdin: exit %d\n%s", cmd, maxStdin+1, code, stderr.String())
+		}
+		if _, err := os.Stat(filepath.Join(root, ".memory")); !os.IsNotExist(err) {
+			t.Errorf("%s: refused input, yet .memory was written (%v)", cmd, err)
+		}
+	}
+	root := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--root", root, "observe"}, padded(obs, maxStdin), &stdout, &stderr); code != 0 {
+		t.Fatalf("observe, %d bytes on stdin: exit %d\n%s", maxStdin, code, stderr.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, ".memory", "learning-log.jsonl")); !strings.Contains(string(b), `"id":"obs_big"`) {
+		t.Fatalf("observe, %d bytes on stdin: the observation is not in the log:\n%s", maxStdin, b)
 	}
 }
