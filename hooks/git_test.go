@@ -440,6 +440,32 @@ func TestSymlinkHookRestoredAsSymlink(t *testing.T) {
 	}
 }
 
+// A hook file too large to be a script of ours (or a framework's) is
+// neither, and is not read whole: it is chained like any foreign hook and
+// put back by uninstall byte for byte.
+func TestLargeHookIsForeign(t *testing.T) {
+	root := newRepo(t)
+	big := "#!/bin/sh\n" + Marker + "\n" + strings.Repeat("#", maxHookBytes) + "\nexit 0\n"
+	path := filepath.Join(root, ".git", "hooks", "post-merge")
+	writeFile(t, path, big, 0o755)
+	st, err := Install(root, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if states(st)["post-merge"] != OursChained {
+		t.Fatalf("post-merge: %s", states(st)["post-merge"])
+	}
+	if b, err := os.ReadFile(path + ChainedSuffix); err != nil || string(b) != big {
+		t.Fatalf("the large hook was not kept aside as it was (%d bytes, %v)", len(b), err)
+	}
+	if _, err := Uninstall(root); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != big {
+		t.Fatalf("uninstall did not put the large hook back (%d bytes, %v)", len(b), err)
+	}
+}
+
 func TestUninstallAfterInterruptedInstall(t *testing.T) {
 	root := newRepo(t)
 	dir := filepath.Join(root, ".git", "hooks")
