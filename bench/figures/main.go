@@ -66,9 +66,8 @@ func main() {
 	row("session-start hook, same fixture committed in a git repository, each right after `git status` rewrote the index with new stat data (a tracked file touched)",
 		afterGitStatus(bin, gitDir), "bare start (`learnwatch version`)", bare)
 
-	for _, extra := range extraFigures {
-		extra(bin, tmp)
-	}
+	staleRow(bin, tmp)
+	watchRows(bin, tmp)
 	devflowRenderRow(bin, tmp)
 	engineRows(bin, tmp)
 
@@ -76,9 +75,6 @@ func main() {
 		scaleTable(bin, tmp)
 	}
 }
-
-// extraFigures are measurements other files add (staleness, watcher).
-var extraFigures []func(bin, tmp string)
 
 func row(what string, t time.Duration, base string, b time.Duration) {
 	r := float64(t) / float64(b)

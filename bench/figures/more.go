@@ -27,10 +27,6 @@ var (
 	watchBig   = flag.Int("watch-big", 0, "also the watcher row at this many artifacts (e.g. 50000; slow), with 10 deletions")
 )
 
-func init() {
-	extraFigures = append(extraFigures, staleRow, watchRows)
-}
-
 // staleRow times `learnwatch stale --staged` and `git ls-files` on the
 // bench/stalegen repository, interleaved, medians.
 func staleRow(bin, tmp string) {
