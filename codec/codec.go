@@ -114,15 +114,16 @@ func Unseal(data []byte, magic string) ([]byte, bool) {
 	return body[len(magic):], true
 }
 
-// Decoder reads a file's fields one by one. The first failure
-// (a value past the end, a count the bytes left cannot hold) sticks: the
-// reads after it return zero values, and OK is false.
+// Decoder reads a file's fields one by one. The first failure (a value
+// past the end, a count the bytes left cannot hold) sticks: the reads
+// after it return zero values, and OK is false.
 type Decoder struct {
 	b   []byte
 	bad bool
 }
 
-// NewDecoder reads body (a sealed file's: Unseal).
+// NewDecoder reads the fields in body: what follows the magic (for a
+// sealed file, what Unseal returns).
 func NewDecoder(body []byte) *Decoder { return &Decoder{b: body} }
 
 // OK reports whether every read succeeded and nothing is left over.
