@@ -85,7 +85,10 @@ func decode(b []byte) (Mode, map[string]Entry, error) {
 		if d.Failed() {
 			return "", nil, errFormat
 		}
-		if _, dup := entries[p]; dup {
+		// No path is empty, and none twice. (An empty one written with a
+		// padded length passed Count's bound, which counts a path's
+		// length byte and one byte of it: re-encoded, it did not.)
+		if _, dup := entries[p]; dup || p == "" {
 			return "", nil, errFormat
 		}
 		entries[p] = e

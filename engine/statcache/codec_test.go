@@ -62,6 +62,13 @@ func TestCodec(t *testing.T) {
 			t.Fatalf("%d entries: zeros after the magic decode", n)
 		}
 	}
+	// An entry without a path is refused: none is recorded. (Its length
+	// padded to two bytes, it passed the bound on the entries' count and
+	// did not read back once re-encoded: found by FuzzCodec.)
+	noPath := codec.Seal([]byte(magic + "\x07minimal\x01\x80\x00\x01\x01\x01\x01\x00\x00"))
+	if _, _, err := decode(noPath); err == nil {
+		t.Fatal("an entry without a path decodes")
+	}
 	for _, old := range []string{"learnwatch stat cache 1\n", "learnwatch stat cache 2\n\x07default\x00", "learnwatch stat cache 3\n\x07default\x00"} {
 		if _, _, err := decode([]byte(old)); err == nil {
 			t.Fatalf("another version decodes: %q", old)
