@@ -136,20 +136,98 @@ func PitfallKey(area, issue string) string {
 	return a + "\x00" + i
 }
 
-// matches reports whether existing is the same observation as in (§2).
-func matches(existing, in *manifest.Observation) bool {
-	if existing.Status == manifest.Deprecated || existing.Type != in.Type {
-		return false
+// matcher finds the observation a sighting merges into (DESIGN.md §2): the
+// first in the log's order with its id, of its type and not deprecated;
+// else the first not deprecated, of its type, whose normalised pattern is
+// the sighting's or, for a pitfall, whose normalised area and issue
+// prefixes are the sighting's (both non-empty). It indexes the log's observations once per batch
+// instead of comparing each sighting with every one of them, which
+// normalised both patterns each time: 20,000 sightings into an empty log
+// took 2 min 50 s, one sighting into a log of 10,000 about 40 ms.
+type matcher struct {
+	byID      map[string][]*indexed
+	byPattern map[patternKey]*indexed // the first not deprecated
+	byPitfall map[[2]string]*indexed  // the first not deprecated
+	n         int
+}
+
+// indexed is an observation and its place in the log's order.
+type indexed struct {
+	o   *manifest.Observation
+	pos int
+}
+
+type patternKey struct{ typ, norm string }
+
+func newMatcher(obs []*manifest.Observation) *matcher {
+	m := &matcher{byID: make(map[string][]*indexed, len(obs)), byPattern: make(map[patternKey]*indexed, len(obs)),
+		byPitfall: map[[2]string]*indexed{}}
+	for _, o := range obs {
+		m.add(o)
 	}
-	if Normalize(existing.Pattern) == Normalize(in.Pattern) {
-		return true
+	return m
+}
+
+// add notes o, the last observation of the log.
+func (m *matcher) add(o *manifest.Observation) {
+	e := &indexed{o: o, pos: m.n}
+	m.n++
+	m.byID[o.ID] = append(m.byID[o.ID], e)
+	if o.Status == manifest.Deprecated {
+		return // never matched (a merge never deprecates)
 	}
+	if k := (patternKey{o.Type, Normalize(o.Pattern)}); m.byPattern[k] == nil {
+		m.byPattern[k] = e
+	}
+	m.notePitfall(e)
+}
+
+// notePitfall notes e's pitfall key, if it has one, where e comes first.
+func (m *matcher) notePitfall(e *indexed) {
+	if e.o.Type != manifest.Pitfall {
+		return
+	}
+	a, i := pitfallKey(e.o.Details)
+	if a == "" || i == "" {
+		return
+	}
+	if k := [2]string{a, i}; m.byPitfall[k] == nil || m.byPitfall[k].pos > e.pos {
+		m.byPitfall[k] = e
+	}
+}
+
+// merged notes that o took a sighting: merge may have given it details
+// (and so a pitfall key) it had none of; its type, pattern and status
+// (deprecated or not) stay.
+func (m *matcher) merged(o *manifest.Observation) {
+	for _, e := range m.byID[o.ID] {
+		if e.o == o {
+			m.notePitfall(e)
+		}
+	}
+}
+
+// find returns the observation in merges into, and whether an observation
+// has in's id.
+func (m *matcher) find(in *manifest.Observation) (target *manifest.Observation, idTaken bool) {
+	for _, e := range m.byID[in.ID] {
+		idTaken = true
+		if e.o.Type == in.Type && e.o.Status != manifest.Deprecated {
+			return e.o, true
+		}
+	}
+	best := m.byPattern[patternKey{in.Type, Normalize(in.Pattern)}]
 	if in.Type == manifest.Pitfall {
-		ea, ei := pitfallKey(existing.Details)
-		ia, ii := pitfallKey(in.Details)
-		return ea != "" && ei != "" && ea == ia && ei == ii
+		if a, i := pitfallKey(in.Details); a != "" && i != "" {
+			if e := m.byPitfall[[2]string{a, i}]; e != nil && (best == nil || e.pos < best.pos) {
+				best = e
+			}
+		}
 	}
-	return false
+	if best == nil {
+		return nil, idTaken
+	}
+	return best.o, idTaken
 }
 
 // Result of merging incoming observations into a log.
@@ -177,6 +255,7 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 	var res Result
 	res.IDs = []string{}
 	stamp := now.UTC().Format(time.RFC3339)
+	var idx *matcher // made at the first valid sighting
 	m := func(t string) float64 {
 		if mult == nil {
 			return 1
@@ -196,27 +275,13 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 			res.Messages = append(res.Messages, fmt.Sprintf("observation %s: %v", name, err))
 			continue
 		}
-		var target *manifest.Observation
-		idTaken := false
-		for _, o := range log.Observations() {
-			if o.ID == in.ID {
-				idTaken = true
-				if o.Type == in.Type && o.Status != manifest.Deprecated {
-					target = o
-					break
-				}
-			}
+		if idx == nil {
+			idx = newMatcher(log.Observations())
 		}
-		if target == nil {
-			for _, o := range log.Observations() {
-				if matches(o, in) {
-					target = o
-					break
-				}
-			}
-		}
+		target, idTaken := idx.find(in)
 		if target != nil {
 			merge(target, in, stamp, th)
+			idx.merged(target)
 			if target.Status == manifest.Observing && ReadyWith(target, m(target.Type), th) {
 				target.Status = manifest.Ready
 				res.Promoted = append(res.Promoted, target.ID)
@@ -240,6 +305,7 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 			res.Promoted = append(res.Promoted, o.ID)
 		}
 		log.Append(o)
+		idx.add(o)
 		res.Created++
 		res.IDs = append(res.IDs, o.ID)
 	}
