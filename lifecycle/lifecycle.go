@@ -149,6 +149,7 @@ type matcher struct {
 	byPattern map[patternKey]*indexed // the first not deprecated
 	byPitfall map[[2]string]*indexed  // the first not deprecated
 	n         int
+	used      map[string]bool // usedIDs, once asked for
 }
 
 // indexed is an observation and its place in the log's order.
@@ -168,8 +169,27 @@ func newMatcher(obs []*manifest.Observation) *matcher {
 	return m
 }
 
+// usedIDs returns the ids of every line of log that holds an observation,
+// valid or not, and of those the batch added: made when a sighting first
+// needs an id of its own, then kept up to date by add (a batch whose ids
+// all belong to observations of another type made it once per sighting).
+func (m *matcher) usedIDs(log *manifest.Log) map[string]bool {
+	if m.used == nil {
+		m.used = make(map[string]bool, len(log.Lines))
+		for _, ln := range log.Lines {
+			if ln.Parsed() {
+				m.used[ln.ID()] = true
+			}
+		}
+	}
+	return m.used
+}
+
 // add notes o, the last observation of the log.
 func (m *matcher) add(o *manifest.Observation) {
+	if m.used != nil {
+		m.used[o.ID] = true
+	}
 	e := &indexed{o: o, pos: m.n}
 	m.n++
 	m.byID[o.ID] = append(m.byID[o.ID], e)
@@ -292,7 +312,7 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 		}
 		o := in.Clone()
 		if idTaken {
-			o.ID = freeID(log, in.ID)
+			o.ID = freeID(idx.usedIDs(log), in.ID)
 		}
 		o.Confidence = FirstConfidence
 		o.Observations = 1
@@ -312,17 +332,11 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 	return res
 }
 
-// freeID returns id with a suffix (_b, _c, …) that no observation uses,
-// the id cut short when needed so that the result stays a valid id.
-func freeID(log *manifest.Log, id string) string {
+// freeID returns id with a suffix (_b, _c, …) that no id in used is, the
+// id cut short when needed so that the result stays a valid id.
+func freeID(used map[string]bool, id string) string {
 	if len(id) > manifest.MaxIDLen-12 {
 		id = id[:manifest.MaxIDLen-12]
-	}
-	used := map[string]bool{}
-	for _, ln := range log.Lines {
-		if ln.Parsed() {
-			used[ln.ID()] = true
-		}
 	}
 	for c := 'b'; c <= 'z'; c++ {
 		cand := id + "_" + string(c)

@@ -106,7 +106,13 @@ func observeOracle(log *manifest.Log, incoming []*manifest.Observation, now time
 		}
 		o := in.Clone()
 		if idTaken {
-			o.ID = freeID(log, in.ID)
+			used := map[string]bool{}
+			for _, ln := range log.Lines {
+				if ln.Parsed() {
+					used[ln.ID()] = true
+				}
+			}
+			o.ID = freeID(used, in.ID)
 		}
 		o.Confidence = FirstConfidence
 		o.Observations = 1
