@@ -160,6 +160,22 @@ type indexed struct {
 
 type patternKey struct{ typ, norm string }
 
+// candidates keeps the lines a sighting of batch can merge into or must
+// not take the id of: those of its types and those of its ids. No other
+// line can match one of them, so the others are not decoded (a sighting
+// into a 10k memory decoded all 10,000, and the write then checked each
+// for changes).
+func candidates(batch []*manifest.Observation) func(manifest.LogEntry) bool {
+	types, ids := map[string]bool{}, map[string]bool{}
+	for _, in := range batch {
+		if in != nil {
+			types[in.Type], ids[in.ID] = true, true
+		}
+	}
+	return func(e manifest.LogEntry) bool { return types[e.Type] || ids[e.ID] }
+}
+
+// newMatcher indexes obs, in the log's order.
 func newMatcher(obs []*manifest.Observation) *matcher {
 	m := &matcher{byID: make(map[string][]*indexed, len(obs)), byPattern: make(map[patternKey]*indexed, len(obs)),
 		byPitfall: map[[2]string]*indexed{}}
@@ -296,7 +312,7 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 			continue
 		}
 		if idx == nil {
-			idx = newMatcher(log.Observations())
+			idx = newMatcher(log.Select(candidates(incoming)))
 		}
 		target, idTaken := idx.find(in)
 		if target != nil {
