@@ -5,7 +5,6 @@ package main
 // observations, interleaved in one run.
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -64,25 +63,13 @@ func devflowRenderRow(bin, tmp string) {
 }
 
 // renderedAll checks the warm-up run's output: both tools print a JSON
-// object whose "rendered" list has one item per observation (stdout and
-// stderr share one buffer; devflow logs each render on stderr first, so the
-// result is the last line that starts with "{").
+// object whose "rendered" list has one item per observation.
 func renderedAll(c *exec.Cmd, want int) error {
-	out, ok := c.Stdout.(*bytes.Buffer)
-	if !ok {
-		return fmt.Errorf("%v: output not captured", c.Args)
-	}
-	var last []byte
-	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
-		if bytes.HasPrefix(line, []byte("{")) {
-			last = line
-		}
-	}
 	var res struct {
 		Rendered []json.RawMessage `json:"rendered"`
 	}
-	if err := json.Unmarshal(last, &res); err != nil {
-		return fmt.Errorf("%v: no render result in its output: %v", c.Args, err)
+	if err := lastJSON(c, &res); err != nil {
+		return err
 	}
 	if len(res.Rendered) != want {
 		return fmt.Errorf("%v rendered %d of %d", c.Args, len(res.Rendered), want)

@@ -239,16 +239,29 @@ func retarget(dir, from string) {
 	check(os.WriteFile(p, bytes.ReplaceAll(b, []byte(`"`+from+`/`), []byte(`"`+dir+`/`)), 0o644))
 }
 
-// lastCounts reads the last JSON object a reconciler printed.
+// lastCounts is the reconcile counts c printed (lastJSON).
 func lastCounts(c *exec.Cmd) counts {
-	out := c.Stdout.(*bytes.Buffer)
+	var n counts
+	check(lastJSON(c, &n))
+	return n
+}
+
+// lastJSON decodes into v the last line of c's output that starts with
+// "{": both tools print their result as one JSON object, and devflow logs
+// on stderr (which shares the buffer) before it.
+func lastJSON(c *exec.Cmd, v any) error {
+	out, ok := c.Stdout.(*bytes.Buffer)
+	if !ok {
+		return fmt.Errorf("%v: output not captured", c.Args)
+	}
 	var last []byte
 	for _, line := range bytes.Split(out.Bytes(), []byte("\n")) {
 		if bytes.HasPrefix(line, []byte("{")) {
 			last = line
 		}
 	}
-	var n counts
-	check(json.Unmarshal(last, &n))
-	return n
+	if err := json.Unmarshal(last, v); err != nil {
+		return fmt.Errorf("%v: no result in its output: %v", c.Args, err)
+	}
+	return nil
 }

@@ -69,6 +69,7 @@ func main() {
 	staleRow(bin, tmp)
 	watchRows(bin, tmp)
 	devflowRenderRow(bin, tmp)
+	devflowObserveRow(bin, tmp)
 	engineRows(bin, tmp)
 
 	if *scale {
