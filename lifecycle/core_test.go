@@ -295,3 +295,23 @@ func TestFreeIDStaysValid(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// Normalize's byte-by-byte path for ASCII is the Unicode one on any text:
+// the same result for every input (the fuzzer mixes ASCII, the Kelvin sign,
+// a dotted capital I, whitespace of every kind and invalid UTF-8).
+func FuzzNormalize(f *testing.F) {
+	for _, s := range []string{"Use SQLite, for caching!", "  \t Tab\r\nand\vform\ffeed  ", "\u212a8s cluster", "İstanbul", "\xff\xfe bad", "", "   ", "A-Z_a-z 0-9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Normalize(s), normalizeUnicode(s); got != want {
+			t.Fatalf("Normalize(%q) = %q, the Unicode path %q", s, got, want)
+		}
+	})
+}
+
+func BenchmarkNormalize(b *testing.B) {
+	for b.Loop() {
+		Normalize("Run make lint before every push, then update the CHANGELOG (v2)")
+	}
+}

@@ -4,10 +4,12 @@
 package lifecycle
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
@@ -39,7 +41,28 @@ const (
 
 // Normalize lowercases s and keeps only [a-z0-9 ] (other whitespace becomes
 // a space first, so a pattern rendered on one line still matches), trimmed.
+// A pattern in ASCII (nearly all of them) is done byte by byte, in one
+// allocation: Unicode's lower case maps no other byte into [a-z0-9].
 func Normalize(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return normalizeUnicode(s)
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+('a'-'A'))
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == ' ':
+			b = append(b, c)
+		case c == '\t' || c == '\n' || c == '\r':
+			b = append(b, ' ')
+		}
+	}
+	return string(bytes.Trim(b, " "))
+}
+
+// normalizeUnicode is Normalize of any text: lowered as Unicode lowers it
+// (the Kelvin sign is a k, a dotted capital I an i and a combining dot).
+func normalizeUnicode(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		switch {
