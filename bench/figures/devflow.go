@@ -30,10 +30,7 @@ func devflowRenderRow(bin, tmp string) {
 	if *devflowHelper == "" || *renderN <= 0 {
 		return
 	}
-	node, err := exec.LookPath("node")
-	check(err)
-	helper, err := filepath.Abs(*devflowHelper)
-	check(err)
+	node, helper := devflowScript(*devflowHelper)
 	src := filepath.Join(tmp, "render-src")
 	check(fixture.Generate(src, fixture.Spec{Observations: *renderN, Ready: *renderN, Seed: 1}))
 	cmds := []func(dir string) *exec.Cmd{
@@ -60,6 +57,16 @@ func devflowRenderRow(bin, tmp string) {
 	}
 	row(fmt.Sprintf("`render`, %d ready observations (a quarter of each type)", *renderN), median(ts[0]),
 		"devflow `render-ready` (node)", median(ts[1]))
+}
+
+// devflowScript returns node's path and the absolute path of devflow's
+// script at path; a failure ends the program.
+func devflowScript(path string) (node, script string) {
+	node, err := exec.LookPath("node")
+	check(err)
+	script, err = filepath.Abs(path)
+	check(err)
+	return node, script
 }
 
 // renderedAll checks the warm-up run's output: both tools print a JSON

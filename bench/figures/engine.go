@@ -39,10 +39,7 @@ func engineRows(bin, tmp string) {
 	if *devflowReconcile == "" {
 		return
 	}
-	node, err := exec.LookPath("node")
-	check(err)
-	helper, err := filepath.Abs(*devflowReconcile)
-	check(err)
+	node, helper := devflowScript(*devflowReconcile)
 	spec := fixture.Spec{Observations: 10000, Artifacts: 2000, Entries: 200, Seed: 1, Legacy: true}
 	lwDir, dfDir := filepath.Join(tmp, "legacy-lw"), filepath.Join(tmp, "legacy-df")
 	check(fixture.Generate(lwDir, spec))

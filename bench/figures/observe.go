@@ -28,10 +28,7 @@ func devflowObserveRow(bin, tmp string) {
 	if *devflowHelper == "" {
 		return
 	}
-	node, err := exec.LookPath("node")
-	check(err)
-	helper, err := filepath.Abs(*devflowHelper)
-	check(err)
+	node, helper := devflowScript(*devflowHelper)
 	src := filepath.Join(tmp, "observe-src")
 	check(fixture.Generate(src, fixture.Spec{Observations: 10000, Artifacts: 2000, Entries: 200, Seed: 1}))
 	log, err := manifest.ReadLog(manifest.PathsFor(src).Log)
