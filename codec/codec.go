@@ -44,6 +44,9 @@ func (e *Encoder) Uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 // Varint appends v.
 func (e *Encoder) Varint(v int64) { e.b = binary.AppendVarint(e.b, v) }
 
+// Uint32 appends v as a uvarint.
+func (e *Encoder) Uint32(v uint32) { e.Uvarint(uint64(v)) }
+
 // Bool appends v as a byte.
 func (e *Encoder) Bool(v bool) {
 	if v {
@@ -150,6 +153,16 @@ func varint[T uint64 | int64](d *Decoder, read func([]byte) (T, int)) T {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// Uint32 reads a uvarint that fits a uint32.
+func (d *Decoder) Uint32() uint32 {
+	v := d.Uvarint()
+	if v > math.MaxUint32 {
+		d.fail()
+		return 0
+	}
+	return uint32(v)
 }
 
 // Bool reads a bool (a byte of 0 or 1).

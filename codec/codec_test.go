@@ -179,3 +179,29 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// Uint32 reads back every uint32 and fails, stickily, on a uvarint past it.
+func TestUint32(t *testing.T) {
+	e := NewEncoder(testMagic, 0)
+	for _, v := range []uint32{0, 1, 1 << 31, math.MaxUint32} {
+		e.Uint32(v)
+	}
+	e.Uvarint(math.MaxUint32 + 1)
+	e.Uint32(7)
+	body, ok := Unseal(e.Sealed(), testMagic)
+	if !ok {
+		t.Fatal("refused")
+	}
+	d := NewDecoder(body)
+	for _, want := range []uint32{0, 1, 1 << 31, math.MaxUint32} {
+		if got := d.Uint32(); got != want || d.Failed() {
+			t.Fatalf("read %d (failed %t), want %d", got, d.Failed(), want)
+		}
+	}
+	if got := d.Uint32(); got != 0 || !d.Failed() {
+		t.Fatalf("a uvarint past a uint32 read as %d (failed %t)", got, d.Failed())
+	}
+	if got := d.Uint32(); got != 0 || d.OK() {
+		t.Fatalf("after the failure: %d, ok %t", got, d.OK())
+	}
+}

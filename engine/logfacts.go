@@ -89,11 +89,8 @@ func encodeLogFacts(f *logFacts) []byte {
 		size += len(id) + 2
 	}
 	e := codec.NewEncoder(logFactsMagic, size)
-	e.Varint(f.Stat.Size)
-	e.Varint(f.Stat.Mtime)
-	e.Varint(f.Stat.Ctime)
-	e.Uvarint(f.Stat.Ino)
-	e.Uvarint(uint64(f.Type))
+	f.Stat.Encode(e)
+	e.Uint32(f.Type)
 	e.Strings(f.IDs)
 	for _, c := range f.Confidence {
 		e.Float64(c)
@@ -105,14 +102,12 @@ func encodeLogFacts(f *logFacts) []byte {
 func decodeLogFacts(body []byte) (*logFacts, bool) {
 	d := codec.NewDecoder(body)
 	f := &logFacts{}
-	f.Stat.Size, f.Stat.Mtime, f.Stat.Ctime = d.Varint(), d.Varint(), d.Varint()
-	f.Stat.Ino = d.Uvarint()
-	typ := d.Uvarint()
+	f.Stat = statcache.DecodeStat(d)
+	f.Type = d.Uint32()
 	f.IDs = d.Strings()
-	if d.Failed() || typ > 1<<32-1 || len(f.IDs) > len(body)/8 {
+	if d.Failed() || len(f.IDs) > len(body)/8 {
 		return nil, false
 	}
-	f.Type = uint32(typ)
 	for i := 1; i < len(f.IDs); i++ {
 		if f.IDs[i-1] >= f.IDs[i] {
 			return nil, false

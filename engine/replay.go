@@ -214,11 +214,8 @@ func encodeRecord(r *replayRecord) []byte {
 	e.Fixed(kinds)
 	named := 0
 	for _, s := range r.Stats {
-		e.Varint(s.Size)
-		e.Varint(s.Mtime)
-		e.Varint(s.Ctime)
-		e.Uvarint(s.Ino)
-		e.Uvarint(uint64(s.Type))
+		s.Stat.Encode(e)
+		e.Uint32(s.Type)
 		if s.Names != ([32]byte{}) {
 			named++
 		}
@@ -263,13 +260,7 @@ func decodeRecord(body []byte) (*replayRecord, bool) {
 	}
 	for i := range r.Stats {
 		s := &r.Stats[i]
-		s.Size, s.Mtime, s.Ctime = d.Varint(), d.Varint(), d.Varint()
-		s.Ino = d.Uvarint()
-		typ := d.Uvarint()
-		if typ > 1<<32-1 {
-			return nil, false
-		}
-		s.Type = uint32(typ)
+		s.Stat, s.Type = statcache.DecodeStat(d), d.Uint32()
 	}
 	for range d.Count(33) {
 		i := d.Uvarint()

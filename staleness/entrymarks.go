@@ -511,11 +511,8 @@ func encodeEntryMarks(f *entryMarksCache) []byte {
 	for _, st := range f.Tree {
 		e.String(st.Path)
 		e.Uvarint(uint64(st.Kind))
-		e.Varint(st.Stat.Size)
-		e.Varint(st.Stat.Mtime)
-		e.Varint(st.Stat.Ctime)
-		e.Uvarint(st.Stat.Ino)
-		e.Uvarint(uint64(st.Stat.Type))
+		st.Stat.Stat.Encode(e)
+		e.Uint32(st.Stat.Type)
 		e.Fixed(st.Names[:])
 		e.Bool(st.Racy)
 		e.String(st.Rel)
@@ -556,16 +553,14 @@ func decodeEntryMarks(body []byte) (entryMarksCache, bool) {
 		st := &f.Tree[i]
 		st.Path = d.String()
 		kind := d.Uvarint()
-		st.Stat.Size, st.Stat.Mtime, st.Stat.Ctime = d.Varint(), d.Varint(), d.Varint()
-		st.Stat.Ino = d.Uvarint()
-		typ := d.Uvarint()
+		st.Stat.Stat, st.Stat.Type = statcache.DecodeStat(d), d.Uint32()
 		copy(st.Names[:], d.Fixed(32))
 		st.Racy, st.Rel = d.Bool(), d.String()
 		lines := d.Varint()
-		if kind > uint64(stampList) || typ > math.MaxUint32 || lines < math.MinInt32 || lines > math.MaxInt32 {
+		if kind > uint64(stampList) || lines < math.MinInt32 || lines > math.MaxInt32 {
 			return entryMarksCache{}, false
 		}
-		st.Kind, st.Stat.Type, st.Lines = stampKind(kind), uint32(typ), int(lines)
+		st.Kind, st.Lines = stampKind(kind), int(lines)
 	}
 	if !d.OK() {
 		return entryMarksCache{}, false

@@ -50,14 +50,26 @@ func encode(mode Mode, entries map[string]Entry) []byte {
 	for _, p := range paths {
 		e := entries[p]
 		enc.String(p)
-		enc.Varint(e.Size)
-		enc.Varint(e.Mtime)
-		enc.Varint(e.Ctime)
-		enc.Uvarint(e.Ino)
+		e.Stat.Encode(enc)
 		enc.String(e.SHA)
 		enc.String(e.DJB2)
 	}
 	return enc.Sealed()
+}
+
+// Encode appends s to a cache file: size, mtime and ctime as varints, the
+// inode as a uvarint (the stat cache's entries, and the stats the pass
+// replay, the log facts and the entry marks keep).
+func (s Stat) Encode(e *codec.Encoder) {
+	e.Varint(s.Size)
+	e.Varint(s.Mtime)
+	e.Varint(s.Ctime)
+	e.Uvarint(s.Ino)
+}
+
+// DecodeStat reads what Stat.Encode wrote.
+func DecodeStat(d *codec.Decoder) Stat {
+	return Stat{Size: d.Varint(), Mtime: d.Varint(), Ctime: d.Varint(), Ino: d.Uvarint()}
 }
 
 var errFormat = errors.New("not a stat cache file of this version")
@@ -79,8 +91,7 @@ func decode(b []byte) (Mode, map[string]Entry, error) {
 	for range n {
 		p := d.String()
 		var e Entry
-		e.Size, e.Mtime, e.Ctime = d.Varint(), d.Varint(), d.Varint()
-		e.Ino = d.Uvarint()
+		e.Stat = DecodeStat(d)
 		e.SHA, e.DJB2 = d.String(), d.String()
 		if d.Failed() {
 			return "", nil, errFormat
