@@ -2,7 +2,6 @@ package markdown
 
 import (
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/text"
 )
 
 // Fields returns the "- **Key**: value" bullets of one entry (typically SectionText of
@@ -12,7 +11,7 @@ import (
 // lines is joined with single spaces.
 func Fields(section []byte) map[string]string {
 	out := map[string]string{}
-	doc := blockParser.Parse(text.NewReader(section))
+	doc := blockParser.Parse(NewReader(section))
 	n := doc.FirstChild()
 	if h, ok := n.(*ast.Heading); ok && h.Level <= 2 {
 		n = n.NextSibling()

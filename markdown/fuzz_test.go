@@ -59,7 +59,17 @@ func FuzzSections(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, src []byte) {
+	f.Fuzz(func(t *testing.T, in []byte) {
+		// src has room past its end, as a section's text has in its file:
+		// nothing parsed may write there, nor change src (NewReader).
+		buf := make([]byte, len(in)+8)
+		copy(buf, in)
+		src := buf[:len(in)]
+		defer func() {
+			if !bytes.Equal(src, in) || !bytes.Equal(buf[len(in):], make([]byte, 8)) {
+				t.Fatalf("parsing wrote into its input: %q -> %q", in, buf)
+			}
+		}()
 		secs := Sections(src)
 		prevEnd := 0
 		for i, s := range secs {

@@ -80,6 +80,16 @@ var blockParser = parser.NewParser(
 	parser.WithParagraphTransformers(parser.DefaultParagraphTransformers()...),
 )
 
+// NewReader is the goldmark reader every parse of ours reads src through:
+// src with no capacity past its end. goldmark's Segment.Value appends a
+// newline to a code block's last line in place (an append to a subslice of
+// the source), so a source with spare capacity had the byte after its end
+// overwritten with "\n". A section's text is a window of its whole file,
+// and Fields parsing it turned the byte after the window — a trailing
+// space, a CRLF file's "\r", the first byte of a Unicode space — into a
+// newline in the file's bytes (found by FuzzSections in CI).
+func NewReader(src []byte) text.Reader { return text.NewReader(src[:len(src):len(src)]) }
+
 // heading is a top-level level-1 or level-2 heading found by goldmark.
 type heading struct {
 	node      *ast.Heading
@@ -139,7 +149,7 @@ func Sections(src []byte) []Section {
 // topHeadings returns the level-1 and level-2 headings that are direct children of the
 // document, in order.
 func topHeadings(src []byte) []heading {
-	doc := blockParser.Parse(text.NewReader(src))
+	doc := blockParser.Parse(NewReader(src))
 	var heads []heading
 	for n := doc.FirstChild(); n != nil; n = n.NextSibling() {
 		h, ok := n.(*ast.Heading)

@@ -12,9 +12,9 @@ import (
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/parser"
-	"github.com/yuin/goldmark/text"
 
 	"github.com/learnwatch/learnwatch/config"
+	"github.com/learnwatch/learnwatch/markdown"
 )
 
 // Ref is one file reference found in text: Path is relative to the
@@ -100,7 +100,7 @@ func ExtractMarkdown(src []byte, opts Options) []Ref {
 	var refs []Ref
 	seen := map[refKey]bool{}
 	pc := parser.NewContext()
-	doc := mdParser.Parse(text.NewReader(src), parser.WithContext(pc))
+	doc := mdParser.Parse(markdown.NewReader(src), parser.WithContext(pc))
 	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
 			return ast.WalkContinue, nil

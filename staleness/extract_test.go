@@ -266,3 +266,14 @@ func TestExtractMarkdownConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Extraction and splitting never write past what they were given (goldmark
+// appends a newline to a code block's last line in place: markdown.NewReader).
+func TestExtractLeavesTheBytesAfterAlone(t *testing.T) {
+	buf := []byte("See src/a.go.\n\n    run()  and the rest")
+	ExtractMarkdown(buf[:25], Options{})
+	SplitSections(buf[:25], false)
+	if string(buf) != "See src/a.go.\n\n    run()  and the rest" {
+		t.Errorf("parsing a window wrote past it: %q", buf)
+	}
+}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/text"
+
+	"github.com/learnwatch/learnwatch/markdown"
 )
 
 // Source files: Markdown files outside .memory/knowledge whose references
@@ -109,7 +110,7 @@ func SelectSources(paths []string, globs []string, noPresets bool) []SourceFile 
 // goldmark, so "#" lines in code blocks do not count). whole keeps it one
 // section named by its first heading (an ADR's title).
 func SplitSections(src []byte, whole bool) []SourceSection {
-	doc := mdParser.Parse(text.NewReader(src))
+	doc := mdParser.Parse(markdown.NewReader(src))
 	type cut struct {
 		at      int
 		heading string
