@@ -164,8 +164,8 @@ func PitfallKey(area, issue string) string {
 // else the first not deprecated, of its type, whose normalised pattern is
 // the sighting's or, for a pitfall, whose normalised area and issue
 // prefixes are the sighting's (both non-empty). It indexes the log's
-// observations (those of the batch's types and ids: candidates) once per
-// batch instead of comparing each sighting with every one of them, which
+// observations (those of the batch's types and ids: Observer.cover) once
+// per batch instead of comparing each sighting with every one of them, which
 // normalised both patterns each time: 20,000 sightings into an empty log
 // took 2 min 50 s.
 type matcher struct {
@@ -183,21 +183,6 @@ type indexed struct {
 }
 
 type patternKey struct{ typ, norm string }
-
-// candidates keeps the lines a sighting of batch can merge into or must
-// not take the id of: those of its types and those of its ids. No other
-// line can match one of them, so the others are not decoded (a sighting
-// into a 10k memory decoded all 10,000, and the write then checked each
-// for changes).
-func candidates(batch []*manifest.Observation) func(manifest.LogEntry) bool {
-	types, ids := map[string]bool{}, map[string]bool{}
-	for _, in := range batch {
-		if in != nil {
-			types[in.Type], ids[in.ID] = true, true
-		}
-	}
-	return func(e manifest.LogEntry) bool { return types[e.Type] || ids[e.ID] }
-}
 
 // newMatcher indexes obs, in the log's order.
 func newMatcher(obs []*manifest.Observation) *matcher {
@@ -312,15 +297,64 @@ func Observe(log *manifest.Log, incoming []*manifest.Observation, now time.Time,
 // learn.thresholds; nil: Thresholds): a sighting's confidence counts
 // towards th's required, and promotion uses th's promote and spread days.
 func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.Time, mult func(typ string) float64, th map[string]Threshold) Result {
+	return NewObserver(log, incoming, mult, th).Observe(incoming, now)
+}
+
+// An Observer merges batches of sightings into one log, one batch after
+// the other, each with its own clock: for each batch what ObserveWith
+// does, with the log indexed once for all of them. The inbox drain merges
+// its queued items so, in their order; indexed again for every item, 100
+// items took 0.3 s at 10k.
+type Observer struct {
+	log        *manifest.Log
+	mult       func(typ string) float64
+	th         map[string]Threshold
+	types, ids map[string]bool // the lines the index holds (cover)
+	idx        *matcher        // made at the first valid sighting
+}
+
+// NewObserver prepares to merge into log the batches whose sightings are
+// among all, with the multiplier and promotion rules ObserveWith takes.
+// A batch with a sighting of another type or id is merged all the same:
+// the log is then indexed again.
+func NewObserver(log *manifest.Log, all []*manifest.Observation, mult func(typ string) float64, th map[string]Threshold) *Observer {
+	ob := &Observer{log: log, mult: mult, th: th, types: map[string]bool{}, ids: map[string]bool{}}
+	ob.cover(all)
+	return ob
+}
+
+// cover widens the lines to index to those a sighting of batch can merge
+// into or must not take the id of: those of its types and those of its
+// ids. No other line can match one of them, so the others are not
+// decoded (a sighting into a 10k memory decoded all 10,000, and the write
+// then checked each for changes). It reports whether it had to widen.
+func (ob *Observer) cover(batch []*manifest.Observation) bool {
+	widened := false
+	for _, in := range batch {
+		if in == nil || ob.types[in.Type] && ob.ids[in.ID] {
+			continue
+		}
+		ob.types[in.Type], ob.ids[in.ID] = true, true
+		widened = true
+	}
+	return widened
+}
+
+// Observe merges incoming into the log at now (ObserveWith). The
+// incoming observations are not modified.
+func (ob *Observer) Observe(incoming []*manifest.Observation, now time.Time) Result {
 	var res Result
 	res.IDs = []string{}
 	stamp := now.UTC().Format(time.RFC3339)
-	var idx *matcher // made at the first valid sighting
+	if ob.cover(incoming) {
+		ob.idx = nil // index again, with the lines of the new types and ids
+	}
+	log, th := ob.log, ob.th
 	m := func(t string) float64 {
-		if mult == nil {
+		if ob.mult == nil {
 			return 1
 		}
-		return mult(t)
+		return ob.mult(t)
 	}
 	for i, in := range incoming {
 		if err := in.Validate(); err != nil {
@@ -335,9 +369,10 @@ func ObserveWith(log *manifest.Log, incoming []*manifest.Observation, now time.T
 			res.Messages = append(res.Messages, fmt.Sprintf("observation %s: %v", name, err))
 			continue
 		}
-		if idx == nil {
-			idx = newMatcher(log.Select(candidates(incoming)))
+		if ob.idx == nil {
+			ob.idx = newMatcher(log.Select(func(e manifest.LogEntry) bool { return ob.types[e.Type] || ob.ids[e.ID] }))
 		}
+		idx := ob.idx
 		target, idTaken := idx.find(in)
 		if target != nil {
 			merge(target, in, stamp, th)

@@ -167,6 +167,53 @@ func TestMatcherIsTheOracle(t *testing.T) {
 	}
 }
 
+// An Observer merging batch after batch, each with its own clock, gives
+// what ObserveWith gave called once per batch (the inbox drain did that,
+// indexing the log for every item): results and logs byte for byte,
+// whether it was told every batch's sightings up front or only the
+// first's (then it indexes again when a batch brings another type or id).
+func TestObserverIsBatchAfterBatch(t *testing.T) {
+	th := map[string]Threshold{manifest.Decision: {Required: 5, Promote: 0.65}}
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		data := randomLog(r, r.IntN(40))
+		batches := make([][]*manifest.Observation, 1+r.IntN(6))
+		var all []*manifest.Observation
+		for i := range batches {
+			batches[i] = make([]*manifest.Observation, r.IntN(8))
+			for j := range batches[i] {
+				batches[i][j] = randomObs(r)
+			}
+			all = append(all, batches[i]...)
+		}
+		want := manifest.ParseLog(data)
+		var wantRes []Result
+		for i, b := range batches {
+			wantRes = append(wantRes, ObserveWith(want, b, time.Date(2026, 3, 1+i, 0, 0, 0, 0, time.UTC), nil, th))
+		}
+		wb, err := want.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, told := range [][]*manifest.Observation{all, batches[0]} {
+			got := manifest.ParseLog(data)
+			ob := NewObserver(got, told, nil, th)
+			for i, b := range batches {
+				if res := ob.Observe(b, time.Date(2026, 3, 1+i, 0, 0, 0, 0, time.UTC)); !reflect.DeepEqual(res, wantRes[i]) {
+					t.Fatalf("seed %d, batch %d (told %d sightings): result\n got %+v\nwant %+v", seed, i, len(told), res, wantRes[i])
+				}
+			}
+			gb, err := got.Bytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(gb, wb) {
+				t.Fatalf("seed %d (told %d sightings): logs differ\n got %s\nwant %s", seed, len(told), gb, wb)
+			}
+		}
+	}
+}
+
 // BenchmarkObserveBatch merges 2,000 new sightings into a log of 10,000
 // observations in one call.
 func BenchmarkObserveBatch(b *testing.B) {
