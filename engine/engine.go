@@ -491,15 +491,6 @@ func (e *Engine) Policy() (learn.Policy, []string) {
 	return p, nil
 }
 
-// Multiplier is the promote-threshold multiplier per observation type
-// under policy p (1 without an overlay).
-func Multiplier(p learn.Policy, typ string) float64 {
-	if o, ok := p.Overlays[typ]; ok && o.ThresholdMultiplier > 0 {
-		return o.ThresholdMultiplier
-	}
-	return 1
-}
-
 // holdFor reports whether render must hold an observation for approval
 // under policy p.
 func holdFor(p learn.Policy) func(*manifest.Observation) bool {

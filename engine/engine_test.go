@@ -124,14 +124,6 @@ func TestBrokenPolicyIsAWarning(t *testing.T) {
 	}
 }
 
-func TestMultiplier(t *testing.T) {
-	_, e := memory(t)
-	p, _ := e.Policy()
-	if m := Multiplier(p, manifest.Workflow); m != 1 {
-		t.Errorf("no overlay: multiplier %v, want 1", m)
-	}
-}
-
 // A pass that is not the watcher's removes the log and manifest its
 // commits replaced (kept under temporary names until then, heal.Replaced)
 // while the policy is refreshed, and returns with them gone.

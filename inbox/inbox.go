@@ -18,9 +18,11 @@
 //  2. an item whose id is already recorded in the log (the field
 //     x_learnwatch_inbox of the observations it touched) was applied by a
 //     drain that crashed before removing it: its file is only removed;
-//  3. every other item is merged (lifecycle.Observe, with the clock the
-//     queuing command had) and its id recorded on every observation it
-//     created or merged into;
+//  3. every other item is merged (lifecycle.Observer, item after item,
+//     each with the clock the queuing command had, under the promotion
+//     rules of learnwatch.yaml and the policy's multipliers, as observe
+//     merges) and its id recorded on every observation it created or
+//     merged into;
 //  4. the log is written — the commit point: the merge and the record of
 //     the item ids are one atomic write;
 //  5. the item files are removed, the directory fsynced;
@@ -64,6 +66,7 @@ import (
 	"time"
 
 	"github.com/learnwatch/learnwatch/citation"
+	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/failpoint"
 	"github.com/learnwatch/learnwatch/journal"
 	"github.com/learnwatch/learnwatch/learn"
@@ -442,10 +445,10 @@ func Drain(root string) (Result, error) {
 		present[e.ID] = true
 	}
 	recorded := prune(log, present)
-	mult := multiplier(root)
 	var done []Entry
 	var applied []string
-	var cites []queuedCite
+	var cites []queuedItem
+	var observed []queuedItem // merged below, in their order
 	for _, e := range es {
 		if recorded[e.ID] {
 			res.Completed++
@@ -466,7 +469,7 @@ func Drain(root string) (Result, error) {
 		}
 		switch it.Kind {
 		case KindCite:
-			cites = append(cites, queuedCite{e, it, at})
+			cites = append(cites, queuedItem{e, it, at})
 			continue
 		case KindOutcome, KindFeedback:
 			// Journal items are idempotent by themselves: applied now,
@@ -480,12 +483,25 @@ func Drain(root string) (Result, error) {
 			done = append(done, e)
 			continue
 		}
-		r := lifecycle.Observe(log, it.Observations, at, mult)
-		mark(log, r.IDs, e.ID)
-		res.Drained++
-		res.Observations += r.Created + r.Merged
-		done = append(done, e)
-		applied = append(applied, e.ID)
+		observed = append(observed, queuedItem{e, it, at})
+	}
+	if len(observed) > 0 {
+		// One index of the log for every item (lifecycle.Observer), and
+		// the promotion rules and multipliers a command's observe uses.
+		var all []*manifest.Observation
+		for _, q := range observed {
+			all = append(all, q.it.Observations...)
+		}
+		pol, _ := journal.LoadPolicy(root)
+		ob := lifecycle.NewObserver(log, all, pol.Multiplier, thresholds(root))
+		for _, q := range observed {
+			r := ob.Observe(q.it.Observations, q.at)
+			mark(log, r.IDs, q.e.ID)
+			res.Drained++
+			res.Observations += r.Created + r.Merged
+			done = append(done, q.e)
+			applied = append(applied, q.e.ID)
+		}
 	}
 	cd := prepareCites(root, cites, present, &res)
 	if err != nil {
@@ -552,8 +568,9 @@ func Drain(root string) (Result, error) {
 	return res, nil
 }
 
-// queuedCite is a cite item read by Drain, with its clock.
-type queuedCite struct {
+// queuedItem is an item read by Drain (a cite or observe item, applied
+// after the others), with its clock.
+type queuedItem struct {
 	e  Entry
 	it Item
 	at time.Time
@@ -567,7 +584,7 @@ type citeDrain struct {
 	applied   bool // counts added: the usage file is written
 	stretches []citation.Stretch
 	at        time.Time
-	items     []queuedCite
+	items     []queuedItem
 }
 
 // prepareCites applies the cite items to the usage file in memory. An
@@ -578,7 +595,7 @@ type citeDrain struct {
 // cannot be read (does not parse, is refused), the cite items stay queued
 // (res.Deferred says why): a later pass drains them once reconcile rebuilt
 // the usage file or the offsets file was removed.
-func prepareCites(root string, items []queuedCite, present map[string]bool, res *Result) *citeDrain {
+func prepareCites(root string, items []queuedItem, present map[string]bool, res *Result) *citeDrain {
 	cd := &citeDrain{}
 	if len(items) == 0 {
 		return cd
@@ -842,14 +859,16 @@ func mark(log *manifest.Log, touched []string, id string) {
 }
 
 // multiplier returns the policy's promote-threshold multiplier per type.
-func multiplier(root string) func(string) float64 {
-	pol, _ := journal.LoadPolicy(root)
-	return func(typ string) float64 {
-		if o, ok := pol.Overlays[typ]; ok && o.ThresholdMultiplier > 0 {
-			return o.ThresholdMultiplier
-		}
-		return 1
+// thresholds are the promotion rules of root's learnwatch.yaml
+// (learn.thresholds), the ones a command's observe merges with: a queued
+// observation was promoted by the defaults until the thirty-third stop.
+// A file that does not parse gives the defaults, as it does to a hook.
+func thresholds(root string) map[string]lifecycle.Threshold {
+	c, err := config.Load(root)
+	if err != nil {
+		c = config.Default()
 	}
+	return lifecycle.ThresholdsFrom(c.Learn.Thresholds)
 }
 
 func syncDir(d string) error {

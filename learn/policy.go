@@ -21,6 +21,15 @@ type Policy struct {
 	Resets map[string]time.Time `json:"resets"`
 }
 
+// Multiplier is the promote-threshold multiplier of observation type typ
+// under p: its overlay's, else 1.
+func (p Policy) Multiplier(typ string) float64 {
+	if o, ok := p.Overlays[typ]; ok && o.ThresholdMultiplier > 0 {
+		return o.ThresholdMultiplier
+	}
+	return 1
+}
+
 // Overlay tightens the rendering of one artifact type.
 type Overlay struct {
 	ThresholdMultiplier float64 `json:"threshold_multiplier"`

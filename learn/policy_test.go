@@ -142,3 +142,19 @@ func TestCountByLevel(t *testing.T) {
 		t.Errorf("CountByLevel = %v", got)
 	}
 }
+
+func TestMultiplier(t *testing.T) {
+	p := Policy{Overlays: map[string]Overlay{
+		"workflow": {ThresholdMultiplier: 1.5},
+		"decision": {ThresholdMultiplier: 0.8, RelaxedBy: "ana"},
+		"pitfall":  {RequiresApproval: true}, // no multiplier of its own
+	}}
+	for typ, want := range map[string]float64{"workflow": 1.5, "decision": 0.8, "pitfall": 1, "procedural": 1} {
+		if got := p.Multiplier(typ); got != want {
+			t.Errorf("%s: multiplier %v, want %v", typ, got, want)
+		}
+	}
+	if got := (Policy{}).Multiplier("workflow"); got != 1 {
+		t.Errorf("no policy: multiplier %v, want 1", got)
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/learnwatch/learnwatch/config"
-	"github.com/learnwatch/learnwatch/engine"
 	"github.com/learnwatch/learnwatch/exitcode"
 	"github.com/learnwatch/learnwatch/heal"
 	"github.com/learnwatch/learnwatch/lifecycle"
@@ -87,8 +86,7 @@ func newObserveCmd(a *app) *cobra.Command {
 
 // observe merges in under the learning lock, waiting at most wait.
 func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (res lifecycle.Result, err error) {
-	pol := a.policy(root)
-	mult := func(typ string) float64 { return engine.Multiplier(pol, typ) }
+	mult := a.policy(root).Multiplier
 	cfg.Lock.Timeout.Duration = wait
 	err = a.withLearningLock(root, cfg, func() error {
 		p := manifest.PathsFor(root)
