@@ -138,7 +138,7 @@ func TestErrorsAccumulator(t *testing.T) {
 	if !errs[1].Resolved || !errs[1].ResolvedAt.Equal(t0.Add(time.Minute)) || errs[0].Resolved {
 		t.Errorf("resolution: %+v", errs)
 	}
-	if learn.UnresolvedCount(errs, "r") != 2 {
+	if learn.BuildErrorStats(errs, "r").Unresolved != 2 {
 		t.Error("unresolved")
 	}
 }

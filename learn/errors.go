@@ -54,15 +54,16 @@ func BuildErrorStats(errs []RunError, runID string) ErrorStats {
 	return st
 }
 
-// UnresolvedCount counts runID's unresolved errors (the retry context).
-func UnresolvedCount(errs []RunError, runID string) int {
-	n := 0
-	for _, e := range errs {
-		if e.RunID == runID && !e.Resolved {
-			n++
-		}
+// WithErrorCount is o with the error_count it did not give: every error
+// accumulated for its run, resolved ones included (BuildErrorStats'
+// Total). An outcome that gave one is returned as it is. The direct and
+// the queued outcome record both take it (the queued one counted only the
+// unresolved errors until the thirty-third stop).
+func WithErrorCount(o Outcome, errs []RunError) Outcome {
+	if !o.ErrorCountSet {
+		o.ErrorCount, o.ErrorCountSet = BuildErrorStats(errs, o.RunID).Total, true
 	}
-	return n
+	return o
 }
 
 // RetryGroup is the unresolved errors of one type.

@@ -83,7 +83,7 @@ func TestPureFunctionsDoNotMutateInputs(t *testing.T) {
 		"MatchFalsePositive": func(f *fixture) { MatchFalsePositive("use locks", f.entries) },
 		"VerdictEvents":      func(f *fixture) { VerdictEvents(f.verdict, f.entries, []string{"qa"}, t0) },
 		"BuildRetryContext":  func(f *fixture) { BuildRetryContext(f.errs, "r") },
-		"UnresolvedCount":    func(f *fixture) { UnresolvedCount(f.errs, "r") },
+		"WithErrorCount":     func(f *fixture) { WithErrorCount(Outcome{RunID: "r"}, f.errs) },
 		"BuildErrorStats":    func(f *fixture) { BuildErrorStats(f.errs, "r") },
 		"RunFailures":        func(f *fixture) { RunFailures(f.outcomes, f.policy.Resets) },
 		"FailurePatterns+runs": func(f *fixture) {

@@ -191,7 +191,19 @@ func TestRetryContext(t *testing.T) {
 		rc.Groups[0].Errors[0].ID != "e3" || rc.Groups[1].Type != "validation" {
 		t.Errorf("BuildRetryContext = %+v", rc)
 	}
-	if UnresolvedCount(errs, "r") != 3 || UnresolvedCount(errs, "none") != 0 {
-		t.Error("UnresolvedCount")
+	// An outcome without error_count counts every error of its run, the
+	// resolved one too; one that gave a count keeps it.
+	for _, c := range []struct {
+		in   Outcome
+		want int
+	}{
+		{Outcome{RunID: "r"}, 4},
+		{Outcome{RunID: "none"}, 0},
+		{Outcome{RunID: "r", ErrorCount: 1, ErrorCountSet: true}, 1},
+		{Outcome{RunID: "r", ErrorCountSet: true}, 0},
+	} {
+		if o := WithErrorCount(c.in, errs); o.ErrorCount != c.want || !o.ErrorCountSet {
+			t.Errorf("WithErrorCount(%+v) = %d (set %v), want %d", c.in, o.ErrorCount, o.ErrorCountSet, c.want)
+		}
 	}
 }

@@ -186,7 +186,7 @@ func queueOutcome(a *app, root string, o learn.Outcome, entries []learn.Candidat
 		if err != nil {
 			return exitcode.Wrap(exitcode.IO, err)
 		}
-		o.ErrorCount, o.ErrorCountSet = learn.UnresolvedCount(errs, o.RunID), true
+		o = learn.WithErrorCount(o, errs)
 	}
 	score, verdict := learn.ImplicitScore(o)
 	line, err := journal.MarshalOutcome(o)

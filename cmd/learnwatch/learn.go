@@ -174,8 +174,7 @@ nothing written.`,
 					if err != nil {
 						return err
 					}
-					// Every error the run accumulated, resolved ones included.
-					o.ErrorCount, o.ErrorCountSet = learn.BuildErrorStats(errs, o.RunID).Total, true
+					o = learn.WithErrorCount(o, errs)
 				}
 				res.Score, res.Verdict = learn.ImplicitScore(o)
 				fb := learn.OutcomeEvents(o, res.Score, entries, o.TS)
