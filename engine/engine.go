@@ -2,8 +2,8 @@
 // memory of one root with its configuration and runs the passes every entry
 // point shares — reconcile (heal: deletions, edits, self-heal, the inbox
 // drain), the staleness pass under the same lock, the learning signals into
-// the feedback journal and the policy refresh they call for, and render
-// when asked — and it builds what the passes feed: the ranked session
+// the feedback journal and the policy refresh they call for, render when
+// asked, and observe's merge of new sightings — and it builds what the passes feed: the ranked session
 // index and the learning candidates. Commands, git hooks, the session-start
 // hook and the watcher all run their passes through an Engine; cmd only
 // parses flags and prints what a pass reports.

@@ -863,6 +863,8 @@ func mark(log *manifest.Log, touched []string, id string) {
 // (learn.thresholds), the ones a command's observe merges with: a queued
 // observation was promoted by the defaults until the thirty-third stop.
 // A file that does not parse gives the defaults, as it does to a hook.
+// The drain reads the file rather than taking a caller's Config: every
+// pass that takes the lock drains, and each loaded the same file.
 func thresholds(root string) map[string]lifecycle.Threshold {
 	c, err := config.Load(root)
 	if err != nil {

@@ -84,23 +84,13 @@ func newObserveCmd(a *app) *cobra.Command {
 	}
 }
 
-// observe merges in under the learning lock, waiting at most wait.
-func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (res lifecycle.Result, err error) {
-	mult := a.policy(root).Multiplier
-	cfg.Lock.Timeout.Duration = wait
-	err = a.withLearningLock(root, cfg, func() error {
-		p := manifest.PathsFor(root)
-		log, err := manifest.ReadLog(p.Log)
-		if err != nil {
-			return err
-		}
-		res = lifecycle.ObserveWith(log, in, now(), mult, lifecycle.ThresholdsFrom(cfg.Learn.Thresholds))
-		if log.Changed() || !log.Exists && len(log.Lines) > 0 {
-			return manifest.WriteLog(p.Log, log)
-		}
-		return nil
-	})
-	return res, err
+// observe merges in through the engine, waiting at most wait for the
+// lock (a timeout: observeOrQueue queues).
+func observe(a *app, root string, cfg config.Config, wait time.Duration, in []*manifest.Observation) (lifecycle.Result, error) {
+	res, warn, err := a.engine(root, cfg).Observe(a.ctx, in, now(), wait)
+	a.warn(warn)
+	a.reportDrain(res.Inbox)
+	return res.Result, err // an I/O error (exit 3), as every error of a package below cmd
 }
 
 func newRenderCmd(a *app) *cobra.Command {
