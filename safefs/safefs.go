@@ -189,15 +189,29 @@ func ReadFile(path string, max int64) ([]byte, error) {
 // not block on a FIFO, the file must be regular once open, and it is
 // refused over max bytes.
 func ReadFollowing(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+	f, err := OpenFollowing(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := checkOpen(f, path); err != nil {
+	return ReadOpen(f, path, max)
+}
+
+// OpenFollowing opens path for reading as ReadFollowing does, for a reader
+// that streams it (a file of the working tree whose lines are counted):
+// the open does not block on a FIFO and the file must be regular once
+// open. A FIFO where a repository file was expected hung the staleness
+// pass in open(2), where no signal could stop it.
+func OpenFollowing(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
 		return nil, err
 	}
-	return ReadOpen(f, path, max)
+	if _, err := checkOpen(f, path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // ReadOpen reads the open file f (at path) whole, refusing it over max

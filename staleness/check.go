@@ -24,6 +24,7 @@ import (
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // Mode selects the tree references are checked against.
@@ -587,14 +588,11 @@ func worktreeLines(root, p string) (int, error) {
 	if err != nil {
 		return -1, nil
 	}
-	f, err := os.Open(abs)
+	f, err := safefs.OpenFollowing(abs) // a FIFO would block the open
 	if err != nil {
-		return -1, nil
+		return -1, nil // not a regular file: no lines to count
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return -1, nil
-	}
 	n, err := countLines(f)
 	if err != nil {
 		return -1, fmt.Errorf("staleness: read %s: %w", abs, err)
