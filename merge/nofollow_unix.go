@@ -4,4 +4,4 @@ package merge
 
 import "syscall"
 
-const noFollow = syscall.O_NOFOLLOW
+const noFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK // nor block on a FIFO
