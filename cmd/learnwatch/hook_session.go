@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/learnwatch/learnwatch/config"
 	"github.com/learnwatch/learnwatch/deadline"
@@ -67,14 +68,13 @@ func closeOutput(w io.Writer) {
 }
 
 // stdinIsTerminal reports whether stdin is an interactive terminal (a human
-// running the hook by hand), which must not be read.
+// running the hook by hand), which must not be read. Asked of the terminal
+// driver (golang.org/x/term): a character device is not one, and
+// `learnwatch observe </dev/null` (a script, a CI job) was told to pipe
+// its input in instead of that there was none.
 func stdinIsTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // hookRoot returns the repository root for a hook: --root, else the
