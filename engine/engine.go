@@ -3,10 +3,11 @@
 // point shares — reconcile (heal: deletions, edits, self-heal, the inbox
 // drain), the staleness pass under the same lock, the learning signals into
 // the feedback journal and the policy refresh they call for, render when
-// asked, and observe's merge of new sightings — and it builds what the passes feed: the ranked session
-// index and the learning candidates. Commands, git hooks, the session-start
-// hook and the watcher all run their passes through an Engine; cmd only
-// parses flags and prints what a pass reports.
+// asked, and observe's merge of new sightings — and it builds what the
+// passes feed: the ranked session index and the learning candidates.
+// Commands, git hooks, the session-start hook and the watcher all run
+// their passes through an Engine; cmd only parses flags and prints what a
+// pass reports.
 //
 // The decisions stay in the packages that own them (heal.Plan, learn,
 // staleness, index); this package is the I/O edge that feeds them and

@@ -858,11 +858,11 @@ func mark(log *manifest.Log, touched []string, id string) {
 	}
 }
 
-// multiplier returns the policy's promote-threshold multiplier per type.
 // thresholds are the promotion rules of root's learnwatch.yaml
-// (learn.thresholds), the ones a command's observe merges with: a queued
-// observation was promoted by the defaults until the thirty-third stop.
-// A file that does not parse gives the defaults, as it does to a hook.
+// (learn.thresholds), the ones a command's observe merges with (merged by
+// the defaults, a queued sighting was promoted where the same sighting
+// merged at once was not). A file that does not parse gives the defaults,
+// as it does to a hook.
 // The drain reads the file rather than taking a caller's Config: every
 // pass that takes the lock drains, and each loaded the same file.
 func thresholds(root string) map[string]lifecycle.Threshold {

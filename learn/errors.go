@@ -57,8 +57,8 @@ func BuildErrorStats(errs []RunError, runID string) ErrorStats {
 // WithErrorCount is o with the error_count it did not give: every error
 // accumulated for its run, resolved ones included (BuildErrorStats'
 // Total). An outcome that gave one is returned as it is. The direct and
-// the queued outcome record both take it (the queued one counted only the
-// unresolved errors until the thirty-third stop).
+// the queued outcome record both take it, so that a run scores the same
+// whichever way it was recorded.
 func WithErrorCount(o Outcome, errs []RunError) Outcome {
 	if !o.ErrorCountSet {
 		o.ErrorCount, o.ErrorCountSet = BuildErrorStats(errs, o.RunID).Total, true
