@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -213,8 +214,11 @@ file is the person's; edit changes what the log (and a later render) holds.`,
 				if err != nil {
 					return err
 				}
-				if c, err = lifecycle.ParseChange(data); err != nil {
-					return exitcode.Bad("edit %s: stdin: %v", id, err)
+				// Empty input (</dev/null) is no change: said below.
+				if len(bytes.TrimSpace(data)) > 0 {
+					if c, err = lifecycle.ParseChange(data); err != nil {
+						return exitcode.Bad("edit %s: stdin: %v", id, err)
+					}
 				}
 			}
 			err = a.changeObservation(root, cfg, "edit", id, func(o *manifest.Observation) error {
