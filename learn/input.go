@@ -3,6 +3,7 @@ package learn
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -45,6 +46,9 @@ func ValidEntryID(id string) bool { return entryIDRe().MatchString(id) }
 
 // object decodes data as exactly one JSON object into raw fields.
 func object(data []byte) (map[string]json.RawMessage, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty: send one JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var m map[string]json.RawMessage

@@ -24,6 +24,14 @@ func TestDecodeOutcome(t *testing.T) {
 	if o, err := DecodeOutcome([]byte(`{"run_id":"r","success":true,"duration_ms":1e3,"retry_count":0,"quality":null,"error_count":null}`)); err != nil || o.DurationMS != 1000 || o.QualitySet || o.ErrorCountSet {
 		t.Fatalf("1e3 / nulls: %+v %v", o, err)
 	}
+	for _, empty := range []string{"", " \n\t"} { // a script's </dev/null
+		if _, err := DecodeOutcome([]byte(empty)); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("empty input %q: %v, want it called empty", empty, err)
+		}
+		if _, err := DecodeVerdict([]byte(empty)); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("empty verdict %q: %v, want it called empty", empty, err)
+		}
+	}
 	base := map[string]string{"run_id": `"r1"`, "success": `true`, "duration_ms": `10`, "retry_count": `0`}
 	build := func(override map[string]string, drop string) string {
 		var parts []string
