@@ -210,6 +210,7 @@ type Recorded struct {
 // inbox instead (Recorded.Queued), for the next pass to add. A usage file
 // that is not valid JSON is a *FileError and nothing is written.
 func RecordCitations(ctx context.Context, root string, counts map[string]int, now time.Time, lockTimeout time.Duration) (Recorded, error) {
+	counts = knowledgeCounts(counts)
 	rec := Recorded{Counts: counts}
 	if citation.Total(counts) == 0 {
 		return rec, nil
@@ -301,6 +302,7 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	if err != nil {
 		return Recorded{}, fmt.Errorf("%s: %w", abs, err)
 	}
+	counts = knowledgeCounts(counts)
 	rec := Recorded{Counts: counts}
 	if n == 0 {
 		return rec, nil // nothing new: nothing to remember
@@ -317,15 +319,24 @@ func RecordTranscript(ctx context.Context, root, session, transcript string, now
 	return rec, fileErr(root, citation.Record(root, counts, now, s))
 }
 
-// queue writes counts (and the stretch they come from) as an inbox item.
-// Ids that are not knowledge ids a drain would accept are left out.
-func queue(root string, now time.Time, counts map[string]int, s *citation.Stretch, lockErr error) (Recorded, error) {
-	valid := map[string]int{}
+// knowledgeCounts keeps the counts of knowledge ids a drain would accept
+// (citation.ValidID: an ADR-/PF- id of at most 32 characters), each at
+// most citation.MaxCount. Recorded at once or queued, a scan records the
+// same ids: the queue kept only these, and the usage file took any
+// `ADR-` followed by digits directly.
+func knowledgeCounts(counts map[string]int) map[string]int {
+	valid := make(map[string]int, len(counts))
 	for id, n := range counts {
 		if n > 0 && citation.ValidID(id) {
 			valid[id] = min(n, citation.MaxCount)
 		}
 	}
+	return valid
+}
+
+// queue writes counts (knowledgeCounts, and the stretch they come from) as
+// an inbox item.
+func queue(root string, now time.Time, valid map[string]int, s *citation.Stretch, lockErr error) (Recorded, error) {
 	rec := Recorded{Counts: valid}
 	if len(valid) == 0 {
 		return rec, nil

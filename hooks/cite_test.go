@@ -341,3 +341,41 @@ func TestRecordTranscriptHugeSessionNotQueued(t *testing.T) {
 		t.Errorf("queued %v", es)
 	}
 }
+
+// A transcript citing an id no drain accepts (over 32 characters) records
+// the same ids whether the lock is free or busy: the queue always left it
+// out, and the usage file took it when written at once.
+func TestRecordTranscriptSameIDsQueuedOrNot(t *testing.T) {
+	long := "ADR-" + strings.Repeat("0", 36) + "1"
+	for _, busy := range []bool{false, true} {
+		root := t.TempDir()
+		tr := filepath.Join(t.TempDir(), "session.jsonl")
+		if err := os.WriteFile(tr, []byte(assistant("m1", "per ADR-001 and "+long)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lock := filepath.Join(root, ".memory", manifest.LearningLock)
+		if busy {
+			if err := os.MkdirAll(lock, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec, err := RecordTranscript(context.Background(), root, "s1", tr, time.Now(), 50*time.Millisecond, false)
+		if err != nil || busy != (rec.Queued != "") {
+			t.Fatalf("busy %v: rec %+v, err %v", busy, rec, err)
+		}
+		if want := map[string]int{"ADR-001": 1}; !maps.Equal(rec.Counts, want) {
+			t.Errorf("busy %v: counted %v, want %v", busy, rec.Counts, want)
+		}
+		os.Remove(lock)
+		if busy { // the next writer drains the item
+			if _, err := RecordCitations(context.Background(), root, map[string]int{"PF-002": 1}, time.Now(), time.Second); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := cites(t, root)
+		delete(got, "PF-002")
+		if want := map[string]int{"ADR-001": 1}; !maps.Equal(got, want) {
+			t.Errorf("busy %v: usage %v, want %v", busy, got, want)
+		}
+	}
+}
