@@ -61,12 +61,10 @@ func Edit(o *manifest.Observation, c Change) error {
 		name string
 		v    *string
 	}{{"pattern", c.Pattern}, {"details", c.Details}} {
-		switch {
-		case f.v == nil:
-		case len(*f.v) > MaxEditBytes:
-			return fmt.Errorf("field %s: %d bytes, more than %d", f.name, len(*f.v), MaxEditBytes)
-		case strings.ContainsRune(*f.v, 0):
-			return fmt.Errorf("field %s: contains a NUL byte", f.name)
+		if f.v != nil {
+			if err := checkText(f.name, *f.v); err != nil {
+				return err
+			}
 		}
 	}
 	next := o.Clone()

@@ -14,6 +14,46 @@ import (
 	"github.com/learnwatch/learnwatch/manifest"
 )
 
+// ValidateSighting reports what keeps a sighting (an observation given to
+// observe) from being merged: what manifest's Validate finds, and a
+// pattern, details or evidence item over MaxEditBytes or holding a NUL
+// byte — the bounds edit puts on what it changes, so that text observe
+// takes is text edit could have written. Every problem is named. Lines
+// already in the log are not held to these bounds (another tool may have
+// written them).
+func ValidateSighting(o *manifest.Observation) error {
+	var probs []string
+	if err := o.Validate(); err != nil {
+		probs = append(probs, err.Error())
+	}
+	if err := checkText("pattern", o.Pattern); err != nil {
+		probs = append(probs, err.Error())
+	}
+	if err := checkText("details", o.Details); err != nil {
+		probs = append(probs, err.Error())
+	}
+	for i, e := range o.Evidence {
+		if err := checkText(fmt.Sprintf("evidence[%d]", i), e); err != nil {
+			probs = append(probs, err.Error())
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(probs, "; "))
+}
+
+// checkText bounds one text field of a sighting or an edit.
+func checkText(name, v string) error {
+	switch {
+	case len(v) > MaxEditBytes:
+		return fmt.Errorf("field %s: %d bytes, more than %d", name, len(v), MaxEditBytes)
+	case strings.IndexByte(v, 0) >= 0:
+		return fmt.Errorf("field %s: contains a NUL byte", name)
+	}
+	return nil
+}
+
 // ParseInput reads observations given as one JSON object, an array of
 // objects, or JSON Lines. Anything that is not JSON is an error naming the
 // line; nothing is returned then, so a caller writes nothing.

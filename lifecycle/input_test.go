@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"strings"
 	"testing"
+
+	"github.com/learnwatch/learnwatch/manifest"
 )
 
 // Bad input is explained in the user's terms, naming the line, and an
@@ -67,6 +69,45 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 	for _, w := range []string{"field id: \"bad id\" does not start with obs_", "field type: unknown type \"wrkflow\"", "field pattern: missing"} {
 		if !strings.Contains(verr.Error(), w) {
 			t.Errorf("%q lacks %q", verr, w)
+		}
+	}
+}
+
+// A sighting is held to the bounds edit puts on what it changes, every
+// problem named; the manifest's own checks come first.
+func TestValidateSighting(t *testing.T) {
+	ok := func() *manifest.Observation {
+		return &manifest.Observation{ID: "obs_a", Type: manifest.Workflow, Pattern: "run the linter",
+			Details: "Steps: make lint", Evidence: []string{"session 1"}}
+	}
+	big := strings.Repeat("x", MaxEditBytes+1)
+	for _, c := range []struct {
+		name string
+		edit func(o *manifest.Observation)
+		want []string // substrings of the error; none: valid
+	}{
+		{"valid", func(*manifest.Observation) {}, nil},
+		{"at the bound", func(o *manifest.Observation) { o.Details = big[1:] }, nil},
+		{"pattern too long", func(o *manifest.Observation) { o.Pattern = big }, []string{"field pattern: 65537 bytes"}},
+		{"details NUL", func(o *manifest.Observation) { o.Details = "a\x00b" }, []string{"field details: contains a NUL byte"}},
+		{"evidence", func(o *manifest.Observation) { o.Evidence = []string{"ok", big, "c\x00"} },
+			[]string{"field evidence[1]: 65537 bytes", "field evidence[2]: contains a NUL byte"}},
+		{"every problem", func(o *manifest.Observation) { o.ID, o.Pattern = "", "x\x00" },
+			[]string{"field id: missing", "field pattern: contains a NUL byte"}},
+	} {
+		o := ok()
+		c.edit(o)
+		err := ValidateSighting(o)
+		if len(c.want) == 0 {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v, want %q", c.name, err, w)
+			}
 		}
 	}
 }

@@ -357,7 +357,7 @@ func (ob *Observer) Observe(incoming []*manifest.Observation, now time.Time) Res
 		return ob.mult(t)
 	}
 	for i, in := range incoming {
-		if err := in.Validate(); err != nil {
+		if err := ValidateSighting(in); err != nil {
 			res.Skipped++
 			name := in.ID
 			if !manifest.ValidID(name) {

@@ -55,7 +55,7 @@ func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Obser
 	var valid []*manifest.Observation
 	skipped := 0
 	for i, o := range in {
-		if verr := o.Validate(); verr != nil {
+		if verr := lifecycle.ValidateSighting(o); verr != nil {
 			skipped++
 			name := o.ID
 			if name == "" {
