@@ -88,7 +88,7 @@ func observeOracle(log *manifest.Log, incoming []*manifest.Observation, now time
 	res.IDs = []string{}
 	stamp := now.UTC().Format(time.RFC3339)
 	for i, in := range incoming {
-		if err := in.Validate(); err != nil {
+		if err := ValidateSighting(in); err != nil {
 			res.Skipped++
 			res.Messages = append(res.Messages, fmt.Sprintf("observation #%d: %v", i+1, err))
 			continue
