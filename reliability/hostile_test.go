@@ -167,8 +167,12 @@ func TestReliabilityHostileInput(t *testing.T) {
 		{name: "stdin/wrong-field-type", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
 			c:    call{args: []string{"observe", "--json"}, stdin: `{"id":"obs_x","type":"decision","pattern":"X","confidence":"high"}`},
 			code: 2, stderr: `obs_x: field confidence`, stdout: `"skipped":1`, same: []string{"*"}}, // every observation skipped: exit 2
+		// A 10 MB details text is over the bound edit puts on a field: the
+		// sighting is named and skipped, nothing written (a 10 MB line
+		// already in the log is read: "log/10MB-observation").
 		{name: "stdin/10MB-line", setup: func(t *testing.T, root string) { writeLog(t, root, validA+"\n") },
-			c: call{args: []string{"observe", "--json"}, stdin: obsJSON("obs_big", "decision", "Big", tenMB)}, stdout: `"created":1`},
+			c:    call{args: []string{"observe", "--json"}, stdin: obsJSON("obs_big", "decision", "Big", tenMB)},
+			code: 2, stdout: `"skipped":1`, stderr: `obs_big: field details: 10485760 bytes, more than 65536`, same: []string{"*"}},
 		{name: "manifest/not-json/render", setup: func(t *testing.T, root string) {
 			writeLog(t, root, obsLine("obs_r", "decision", "Ready one", "ready")+"\n")
 			writeFile(t, mem(root, ".learning-manifest.json"), "this is not JSON {\n")
