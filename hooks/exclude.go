@@ -61,7 +61,7 @@ func exclude(root string) (added, left []string, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, missing, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|safefs.NoFollow, 0o644)
 	if err != nil {
 		return nil, missing, fmt.Errorf("open %s: %w", path, err)
 	}

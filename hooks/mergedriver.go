@@ -12,6 +12,7 @@ import (
 
 	"github.com/learnwatch/learnwatch/gitrepo"
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // MergeDriver is one git merge driver learnwatch configures: the name under
@@ -367,7 +368,7 @@ func IncomingLabel(gitDir string, env []string) string {
 		return heads[0]
 	}
 	read := func(name string) string {
-		f, err := os.OpenFile(filepath.Join(gitDir, name), os.O_RDONLY|noFollow, 0)
+		f, err := os.OpenFile(filepath.Join(gitDir, name), os.O_RDONLY|safefs.NoFollow, 0)
 		if err != nil {
 			return ""
 		}

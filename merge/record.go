@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
+
+	"github.com/learnwatch/learnwatch/safefs"
 )
 
 // RecordName is the file, in the git directory of the worktree being
@@ -71,7 +73,7 @@ func AppendRecord(gitDir string, moves []Moved) error {
 		buf.WriteByte('\n')
 	}
 	path := filepath.Join(gitDir, RecordName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|safefs.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("record renumbered entries: %w", err)
 	}
@@ -86,7 +88,7 @@ func AppendRecord(gitDir string, moves []Moved) error {
 // no moves; lines that do not parse are skipped.
 func TakeRecord(gitDir string) ([]Moved, error) {
 	path := filepath.Join(gitDir, RecordName)
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|safefs.NoFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -1,5 +1,0 @@
-//go:build !unix
-
-package hooks
-
-const noFollow = 0

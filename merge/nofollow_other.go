@@ -1,5 +1,0 @@
-//go:build !unix
-
-package merge
-
-const noFollow = 0
