@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/learnwatch/learnwatch/manifest"
+	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // ValidateSighting reports what keeps a sighting (an observation given to
@@ -41,6 +42,26 @@ func ValidateSighting(o *manifest.Observation) error {
 		return nil
 	}
 	return errors.New(strings.Join(probs, "; "))
+}
+
+// SightingProblem is why the i-th sighting of a batch (from 0) is not
+// merged (ValidateSighting), worded for a person ("observation obs_x:
+// field …"), or "" when it is valid: what observe says of a skipped
+// sighting, merged at once or queued. An id that is not a safe id is
+// quoted, never printed raw; a missing one is named by its place.
+func SightingProblem(i int, in *manifest.Observation) string {
+	err := ValidateSighting(in)
+	if err == nil {
+		return ""
+	}
+	name := in.ID
+	switch {
+	case name == "":
+		name = fmt.Sprintf("#%d", i+1)
+	case !manifest.ValidID(name):
+		name = textsafe.Quote(name, 80)
+	}
+	return fmt.Sprintf("observation %s: %v", name, err)
 }
 
 // checkText bounds one text field of a sighting or an edit.

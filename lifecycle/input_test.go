@@ -111,3 +111,26 @@ func TestValidateSighting(t *testing.T) {
 		}
 	}
 }
+
+// A skipped sighting is named the same way wherever it is skipped: by its
+// id, quoted when that is not a safe id, by its place when it has none.
+func TestSightingProblem(t *testing.T) {
+	for _, c := range []struct {
+		i    int
+		in   *manifest.Observation
+		want string
+	}{
+		{0, &manifest.Observation{ID: "obs_a", Type: manifest.Workflow, Pattern: "p"}, ""},
+		{0, &manifest.Observation{ID: "obs_a", Type: manifest.Workflow, Pattern: "p\x00"}, "observation obs_a: field pattern: contains a NUL byte"},
+		{2, &manifest.Observation{Type: manifest.Workflow, Pattern: "p"}, "observation #3: field id: missing"},
+		{0, &manifest.Observation{ID: "obs \x1b[31m", Type: manifest.Workflow, Pattern: "p"}, `observation "obs [31m"`}, // quoted, the escape dropped
+	} {
+		got := SightingProblem(c.i, c.in)
+		if c.want == "" && got != "" || !strings.HasPrefix(got, c.want) {
+			t.Errorf("%+v: %q, want %q…", c.in, got, c.want)
+		}
+		if strings.ContainsRune(got, 0x1b) {
+			t.Errorf("%+v: an escape printed raw: %q", c.in, got)
+		}
+	}
+}

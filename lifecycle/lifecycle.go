@@ -13,7 +13,6 @@ import (
 
 	"github.com/learnwatch/learnwatch/manifest"
 	"github.com/learnwatch/learnwatch/markdown"
-	"github.com/learnwatch/learnwatch/textsafe"
 )
 
 // Threshold is the promotion rule of one observation type.
@@ -357,16 +356,9 @@ func (ob *Observer) Observe(incoming []*manifest.Observation, now time.Time) Res
 		return ob.mult(t)
 	}
 	for i, in := range incoming {
-		if err := ValidateSighting(in); err != nil {
+		if msg := SightingProblem(i, in); msg != "" {
 			res.Skipped++
-			name := in.ID
-			if !manifest.ValidID(name) {
-				name = textsafe.Quote(name, 80) // never printed raw
-			}
-			if in.ID == "" {
-				name = fmt.Sprintf("#%d", i+1)
-			}
-			res.Messages = append(res.Messages, fmt.Sprintf("observation %s: %v", name, err))
+			res.Messages = append(res.Messages, msg)
 			continue
 		}
 		if ob.idx == nil {

@@ -65,7 +65,7 @@ func newObserveCmd(a *app) *cobra.Command {
 				return a.emitQueued(q)
 			}
 			for _, m := range res.Messages {
-				fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", textsafe.Line(m, 500))
+				a.skipped(m)
 			}
 			if err := a.emit(res, func(w io.Writer) {
 				fmt.Fprintf(w, "observe: %d created, %d merged, %d skipped\n", res.Created, res.Merged, res.Skipped)
@@ -82,6 +82,12 @@ func newObserveCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// skipped says on stderr why observe skipped a sighting
+// (lifecycle.SightingProblem), on one bounded line.
+func (a *app) skipped(msg string) {
+	fmt.Fprintf(a.stderr, "learnwatch: skipped %s\n", textsafe.Line(msg, 500))
 }
 
 // observe merges in through the engine, waiting at most wait for the

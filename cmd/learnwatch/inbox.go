@@ -55,13 +55,9 @@ func observeOrQueue(a *app, root string, cfg config.Config, in []*manifest.Obser
 	var valid []*manifest.Observation
 	skipped := 0
 	for i, o := range in {
-		if verr := lifecycle.ValidateSighting(o); verr != nil {
+		if msg := lifecycle.SightingProblem(i, o); msg != "" {
 			skipped++
-			name := o.ID
-			if name == "" {
-				name = fmt.Sprintf("#%d", i+1)
-			}
-			fmt.Fprintf(a.stderr, "learnwatch: skipped observation %s: %v\n", name, verr)
+			a.skipped(msg)
 			continue
 		}
 		valid = append(valid, o)
