@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -342,13 +343,60 @@ func TestExtractTextsParallel(t *testing.T) {
 		if !p.ok {
 			t.Fatalf("text %d: not extracted", i)
 		}
-		if got, want := refStrings(p.refs), refStrings(textRefs(details, evidence, opts)); strings.Join(got, " ") != strings.Join(want, " ") {
-			t.Fatalf("text %d: parallel %v, serial %v", i, got, want)
+		if want := textRefs(details, evidence, opts); !slices.Equal(p.refs, want) {
+			t.Fatalf("text %d: parallel %+v, serial %+v", i, p.refs, want)
+		}
+		if len(p.refs) != cap(p.refs) {
+			t.Fatalf("text %d: %d references with room for %d: an append would write over the next text's", i, len(p.refs), cap(p.refs))
 		}
 		if len(p.refs) == 0 {
 			t.Fatalf("text %d: no references in %q", i, details)
 		}
 	}
+}
+
+// TestExtractTextsLetTextsGo: the references extracted from a batch of
+// texts do not keep the decoded texts alive. The scan and the cache hold
+// every line's references to the end of a pass; when a reference's
+// strings were slices of its decoded text, a first pass at 100,000
+// observations held 5 MB of evidence for them.
+func TestExtractTextsLetTextsGo(t *testing.T) {
+	const n, size = 400, 16 << 10
+	pending := make([]pendingText, n)
+	for i := range pending {
+		filler := strings.Repeat("word ", size/5)
+		d, _ := json.Marshal(fmt.Sprintf("%s see src/pkg%d/file.go:%d %s", filler, i, i+1, filler))
+		e, _ := json.Marshal([]string{fmt.Sprintf("%s ./web/app%d.ts", filler, i), `src\win\x.go`})
+		pending[i] = pendingText{details: d, evidence: e}
+	}
+	extractTexts(pending, Options{})
+	refs := make([][]Ref, n)
+	for i := range pending {
+		if !pending[i].ok || len(pending[i].refs) != 3 {
+			t.Fatalf("text %d: %+v", i, pending[i].refs)
+		}
+		refs[i] = pending[i].refs
+	}
+	pending = nil
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	// Each decoded text is over 32 KB: n of them held would be 13 MB.
+	if m.HeapAlloc > 5<<20 {
+		t.Errorf("%d MB live after extracting and keeping only the references: the decoded texts are held", m.HeapAlloc>>20)
+	}
+	for i, rs := range refs {
+		if rs[0].Path != fmt.Sprintf("src/pkg%d/file.go", i) || rs[0].Line != i+1 || rs[0].Raw != fmt.Sprintf("src/pkg%d/file.go:%d", i, i+1) {
+			t.Fatalf("text %d: %+v", i, rs[0])
+		}
+		if rs[1].Path != fmt.Sprintf("web/app%d.ts", i) || !rs[1].Rooted || rs[1].Raw != fmt.Sprintf("./web/app%d.ts", i) {
+			t.Fatalf("text %d: %+v", i, rs[1])
+		}
+		if rs[2].Path != "src/win/x.go" || rs[2].Raw != `src\win\x.go` {
+			t.Fatalf("text %d: %+v", i, rs[2])
+		}
+	}
+	runtime.KeepAlive(refs)
 }
 
 // TestScanUseParsed: sections handed over for a knowledge file are taken
