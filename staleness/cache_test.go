@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -945,5 +946,39 @@ func TestCacheOptionsChangeSaved(t *testing.T) {
 	}
 	if _, c := cacheRun(t, r.dir, Auto, other, nil, false); !saveSkips(t, c) {
 		t.Error("a run after it would encode the cache again")
+	}
+}
+
+// newExtracts finds every key it was given and no other, keys that share
+// their first eight bytes included (found by the whole key), and keeps
+// them in the order given.
+func TestNewExtracts(t *testing.T) {
+	var e newExtracts
+	key := func(prefix uint64, rest byte) [32]byte {
+		var k [32]byte
+		binary.BigEndian.PutUint64(k[:8], prefix)
+		k[31] = rest
+		return k
+	}
+	keys := [][32]byte{key(1, 1), key(1, 2), key(2, 1), key(1, 3), key(3, 0)}
+	for i, k := range keys {
+		if _, ok := e.find(k); ok {
+			t.Fatalf("key %d found before it was added", i)
+		}
+		e.add(k, []Ref{{Path: fmt.Sprint(i)}})
+	}
+	for i, k := range keys {
+		refs, ok := e.find(k)
+		if !ok || len(refs) != 1 || refs[0].Path != fmt.Sprint(i) {
+			t.Errorf("key %d: %v %v", i, refs, ok)
+		}
+		if e.list[i].Key != k {
+			t.Errorf("entry %d is not the %dth added", i, i)
+		}
+	}
+	for _, k := range [][32]byte{key(1, 4), key(2, 2), key(4, 1)} {
+		if refs, ok := e.find(k); ok {
+			t.Errorf("%x: found %v, never added", k[:8], refs)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -216,6 +217,100 @@ func TestOldExtractsIndexed(t *testing.T) {
 					t.Fatalf("n=%d: edge key %x: %v", n, k[:8], ok)
 				}
 			}
+		}
+	}
+}
+
+// TestInputsOutsideGit: outside git every file a reference was looked up
+// at is an input of the scan, present or not, once (a source the scan
+// reads is also referenced), and MarkCached names the same inputs as
+// ScanCached; a pass replay that missed one would replay stale marks
+// after the file came back or went.
+func TestInputsOutsideGit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, body string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("src/here.go", "package here\n")
+	write("docs/notes.md", "# Notes\n\nSee src/here.go and src/gone.go.\n")
+	write(".memory/knowledge/decisions.md", "")
+	cfg := config.Default().Staleness
+	cfg.Sources = []string{"docs/notes.md"}
+	data := []byte(obsLine("obs_a", "created", "uses src/here.go:1 and src/gone.go") + "\n" +
+		obsLine("obs_b", "observing", "documented in docs/notes.md") + "\n")
+	c, err := Open(dir, Auto, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _, err := ScanCached(context.Background(), dir, c, cfg, manifest.ParseLog(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Open(dir, Auto, cfg); err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := MarkCached(context.Background(), dir, c, cfg, manifest.ParseLog(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []Inputs{rep.Inputs, m.Inputs} {
+		if !slices.IsSorted(in.Files) || len(slices.Compact(slices.Clone(in.Files))) != len(in.Files) {
+			t.Errorf("inputs not sorted, or named twice: %q", in.Files)
+		}
+		for _, rel := range []string{"src/here.go", "src/gone.go", "docs/notes.md"} {
+			if !slices.Contains(in.Files, filepath.Join(dir, filepath.FromSlash(rel))) {
+				t.Errorf("%s is not an input: %q", rel, in.Files)
+			}
+		}
+	}
+	if fmt.Sprint(m.Inputs) != fmt.Sprint(rep.Inputs) {
+		t.Errorf("MarkCached's inputs %v, ScanCached's %v", m.Inputs, rep.Inputs)
+	}
+}
+
+// MarkCached lets the tree's listing go once its scan is done; a Checker
+// asked again lists the tree again and answers as a fresh one (a name
+// looked up by base name included).
+func TestMarkCachedThenScanAgain(t *testing.T) {
+	for _, inGit := range []bool{false, true} {
+		dir := t.TempDir()
+		if inGit {
+			r := newRepo(t)
+			dir = r.dir
+		}
+		for rel, body := range map[string]string{"src/deep/here.go": "package here\n", "src/deep/other.go": "package here\n", ".memory/knowledge/decisions.md": ""} {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, []byte(body), 0o644)
+		}
+		data := []byte(obsLine("obs_a", "created", "see here.go:1, deep/here.go and src/gone.go") + "\n")
+		cfg := config.Default().Staleness
+		c, err := Open(dir, Worktree, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := MarkCached(context.Background(), dir, c, cfg, manifest.ParseLog(data)); err != nil {
+			t.Fatal(err)
+		}
+		// References it has not decided yet: it needs the listing again.
+		data = append(data, obsLine("obs_b", "created", "see other.go and deep/other.go:1")+"\n"...)
+		again, err := Scan(dir, c, manifest.ParseLog(data), OptionsFor(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := Scan(dir, open(t, dir, Worktree), manifest.ParseLog(data), OptionsFor(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(again.Stale, again.Checked) != fmt.Sprint(fresh.Stale, fresh.Checked) || len(fresh.Stale) != 1 || fresh.Checked != 5 {
+			t.Errorf("in git %v: a spent Checker found %+v (%d checked), a fresh one %+v (%d)", inGit, again.Stale, again.Checked, fresh.Stale, fresh.Checked)
 		}
 	}
 }

@@ -103,6 +103,7 @@ func MarkCached(ctx context.Context, root string, c *Checker, cfg config.Stalene
 	if err != nil {
 		return Marking{}, nil, err
 	}
+	c.letListingGo()
 	cacheErr = c.SaveCache()
 	c.cache.letExtractsGo()
 	return Marking{Stale: firsts.n, Marked: markFirst(log, &firsts), Inputs: rep.Inputs}, cacheErr, nil
@@ -329,7 +330,7 @@ func scan(root string, c *Checker, log *manifest.Log, opts Options, firsts *firs
 				if hit {
 					c.cache.extOld.used[r.at] = true
 				} else {
-					refs, hit = c.cache.extUsed[k] // a text an earlier line had
+					refs, hit = c.cache.extUsed.find(k) // a text an earlier line had
 				}
 				if !hit {
 					if at, seen := pendingAt[k]; seen {
