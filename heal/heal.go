@@ -1533,6 +1533,10 @@ type pass struct {
 	// dirty, when set, is the stat cache's Dirty taken once the pass's
 	// entries were final (Prepare).
 	dirty *bool
+	// cacheSaved: the stat cache was written before the staleness pass
+	// (prepareLocked), with cacheErr; the commit does not write it again.
+	cacheSaved bool
+	cacheErr   error
 }
 
 // prepareLocked reads the state, plans and stages the writes of a pass
@@ -1648,6 +1652,17 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 			}
 			pr.manifestBytes = nil // the staging holds them until written
 			st.letGo()
+			if cache != nil && !opts.DeferCache && gitrepo.StampOf(gitDir) == stamp {
+				// Nor does anything look the artifacts up again: the
+				// stat cache is written now, not once the log and the
+				// manifest are, and its entries go (at 20,000 artifacts,
+				// 8 MB of a first pass's peak, the staleness pass's). Its
+				// entries are facts about the stats they name whatever
+				// the pass does next (a crash, git moving after all:
+				// docs/engine.md); a pass that finds git moved already
+				// writes nothing, this cache included.
+				pr.cacheErr, pr.cacheSaved = cache.SaveAndUnload(root), true
+			}
 		}
 		var aheadLog *manifest.Log
 		var aheadW *staged
@@ -1822,6 +1837,8 @@ func (pr *pass) commitLocked(ctx context.Context) (Result, error) {
 		cache.EndPassDirty(pr.passStart, *pr.dirty)
 	case cache != nil && opts.DeferCache:
 		cache.EndPass(pr.passStart)
+	case pr.cacheSaved:
+		res.CacheErr = pr.cacheErr
 	case cache != nil:
 		// Disposable: a cache that cannot be written is rebuilt next time;
 		// the caller hears of it (a full disk), the result stands.

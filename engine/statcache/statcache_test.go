@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/learnwatch/learnwatch/cachedir"
@@ -219,6 +220,50 @@ func TestLetOldGo(t *testing.T) {
 		c.Begin(root)
 		if _, ok := c.old["a.md"]; !ok || c.oldGone {
 			t.Errorf("%s: the next pass lost this pass's entries", tc.name)
+		}
+	}
+}
+
+// SaveAndUnload writes the pass's entries and lets them go: the next pass
+// of the same cache reads them back as the last completed pass's (Lookup
+// and Untouched answer as after Save, nothing held in between), and when
+// the file cannot be written they stay in memory.
+func TestSaveAndUnload(t *testing.T) {
+	for _, unwritable := range []bool{false, true} {
+		root := t.TempDir()
+		old := time.Now().Add(-time.Hour).UnixNano() // not racily clean
+		st := Stat{Size: 6, Mtime: old, Ctime: old, Ino: 3}
+		c := Open(Default)
+		c.Begin(root)
+		c.Record("a.md", EntryOf(st, []byte("hello\n"), false), st)
+		if err := c.Save(root); err != nil {
+			t.Fatal(err)
+		}
+		c.Begin(root)
+		e, ok := c.Lookup("a.md", st)
+		if !ok {
+			t.Fatal("no entry after a save")
+		}
+		c.Keep("a.md", e)
+		if unwritable {
+			// A directory where the file goes: the write fails.
+			os.Remove(cachedir.Path(root, FileName))
+			os.Mkdir(cachedir.Path(root, FileName), 0o755)
+			c.Keep("b.md", e) // something to write
+		}
+		err := c.SaveAndUnload(root)
+		if (err != nil) != unwritable {
+			t.Fatalf("unwritable %v: %v", unwritable, err)
+		}
+		if !unwritable && (len(c.old) != 0 || len(c.next) != 0) {
+			t.Fatalf("entries held after SaveAndUnload: %d, %d", len(c.old), len(c.next))
+		}
+		c.Begin(root)
+		if got, ok := c.Untouched("a.md"); !ok || got != e {
+			t.Errorf("unwritable %v: the next pass does not trust the entry it wrote: %+v %v", unwritable, got, ok)
+		}
+		if got, ok := c.Lookup("a.md", st); !ok || got != e {
+			t.Errorf("unwritable %v: lookup after SaveAndUnload: %+v %v", unwritable, got, ok)
 		}
 	}
 }
