@@ -535,6 +535,15 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 		if err := loadFiles(st, p, res); err != nil {
 			return nil, err
 		}
+		// The knowledge files are split first, while the pass holds the
+		// least: goldmark's syntax tree of 2,000 entries is a few MB
+		// until split, and once the artifacts were looked at it was
+		// part of a first pass's peak (100,000 observations, 20,000
+		// artifacts).
+		st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
+		for rel, src := range st.Knowledge {
+			st.Sections[rel] = markdown.Sections(src)
+		}
 		scope = st.Manifest.Entries
 		// Sized for the entries: grown an insert at a time, the maps a
 		// pass fills for every artifact were rehashed over and over
@@ -707,12 +716,6 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 			delete(st.Files, rel)
 		}
 		read(p, false)
-	}
-	if !warm {
-		st.Sections = make(map[string][]markdown.Section, len(st.Knowledge))
-		for rel, src := range st.Knowledge {
-			st.Sections[rel] = markdown.Sections(src)
-		}
 	}
 	st.vouched = vouched
 	var only map[string]bool // the watcher's arrivals: no listing
