@@ -408,13 +408,13 @@ func (r *replayRecord) indexStat() *depStat {
 // pass, stat'ed a moment ago, is not stat'ed again.
 func (s *replayStart) known() statcache.Known {
 	if s == nil || s.rec == nil || len(s.stats) != len(s.rec.Paths) {
-		return nil
+		return statcache.Known{}
 	}
-	k := make(statcache.Known, len(s.stats))
-	for i, p := range s.rec.Paths {
-		k[p] = statcache.KnownStat{Stat: s.stats[i].Stat, Type: s.stats[i].Type}
+	stats := make([]statcache.KnownStat, len(s.stats))
+	for i := range s.stats {
+		stats[i] = statcache.KnownStat{Stat: s.stats[i].Stat, Type: s.stats[i].Type}
 	}
-	return k
+	return statcache.NewKnown(s.rec.Paths, stats) // the record's paths are sorted
 }
 
 // tryReplay answers p from the record when nothing it depends on changed.

@@ -999,3 +999,39 @@ func TestNoteIndexAfterRecordedStatsLetGo(t *testing.T) {
 		}
 	}
 }
+
+// A replay check that finds a change hands the full pass the stats it
+// took of every recorded path (heal.Options.Known), each under its own
+// path: the record's paths are sorted and unique, as statcache.NewKnown
+// requires (else the pass would stat everything again, silently).
+func TestReplayStartKnown(t *testing.T) {
+	root, e := memory(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := e.Reconcile(ctx, Pass{Now: testNow}); err != nil {
+			t.Fatal(i, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log := manifest.PathsFor(root).Log
+	later := time.Now().Add(time.Second)
+	os.Chtimes(log, later, later) // a change: the check stats, the pass runs
+	p := Pass{Now: testNow}
+	_, ok, start := e.tryReplay(p, e.replayKey(p))
+	if ok || start == nil || start.rec == nil {
+		t.Fatalf("replayed %v, record %v: the check should have found the log changed", ok, start != nil && start.rec != nil)
+	}
+	k := start.known()
+	if k.Len() == 0 || k.Len() != len(start.rec.Paths) {
+		t.Fatalf("%d stats known of %d recorded paths", k.Len(), len(start.rec.Paths))
+	}
+	for i, path := range start.rec.Paths {
+		if start.stats[i].Type == 0 {
+			continue
+		}
+		if k.SeenFile(path) || k.SeenDir(path) {
+			continue
+		}
+		t.Errorf("%s (type %o) is neither a known file nor a directory", path, start.stats[i].Type)
+	}
+}

@@ -497,7 +497,7 @@ func LoadWith(root string, cache *statcache.Cache) (*State, error) {
 // loadWith is LoadWith trusting the cache without a stat for the files
 // outside touched (Options.Touched), when touched is not nil.
 func loadWith(root string, cache *statcache.Cache, touched map[string]bool) (*State, error) {
-	return loadWarm(root, cache, touched, nil, nil, nil, false)
+	return loadWarm(root, cache, touched, nil, nil, statcache.Known{}, false)
 }
 
 // loadWarm is loadWith taking the log, manifest, usage and knowledge files
@@ -512,7 +512,7 @@ func loadWarm(root string, cache *statcache.Cache, touched, arrived map[string]b
 		Missing: map[string]bool{}, Unreadable: map[string]error{}, Refused: map[string]error{}, Rel: map[string]string{},
 		Verified: map[string]bool{}, Foreign: map[string]bool{}}
 	res := manifest.NewResolver(root)
-	if known != nil {
+	if known.Len() > 0 {
 		res.Trust(known)
 	}
 	vouched := map[string]statcache.Entry{}
@@ -1470,7 +1470,7 @@ func Reconcile(ctx context.Context, root string, opts Options) (Result, error) {
 		// Another process held the lock: what it wrote is not in the
 		// stats taken before. They are emptied all the same.
 		if opts.Known != nil {
-			*opts.Known = nil
+			*opts.Known = statcache.Known{}
 		}
 		opts.Known = nil
 	}
@@ -1577,7 +1577,7 @@ func prepareLocked(ctx context.Context, root string, p manifest.Paths, opts Opti
 	stamp := gitrepo.StampOf(gitDir)
 	var known statcache.Known
 	if opts.Known != nil {
-		known, *opts.Known = *opts.Known, nil
+		known, *opts.Known = *opts.Known, statcache.Known{}
 	}
 	st, err := loadWarm(root, cache, touched, opts.Arrived, warm, known, opts.keepWarm)
 	var prev Warm

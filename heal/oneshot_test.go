@@ -103,12 +103,12 @@ func TestKnownEmptiedOnceLoaded(t *testing.T) {
 	if typ == 0 {
 		t.Fatal("no stat of", abs)
 	}
-	known := statcache.Known{abs: {Stat: st, Type: typ}}
+	known := statcache.NewKnown([]string{abs}, []statcache.KnownStat{{Stat: st, Type: typ}})
 	res, err := Reconcile(context.Background(), root, Options{Now: testNow, LockTimeout: 10 * time.Second, Known: &known})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if known != nil {
+	if known.Len() != 0 {
 		t.Fatalf("the caller's stats are still held after the pass: %v", known)
 	}
 	if res.Unchanged != 3 {

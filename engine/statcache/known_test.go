@@ -3,6 +3,7 @@ package statcache
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -24,10 +25,16 @@ func TestKnown(t *testing.T) {
 	if err := os.Symlink(sub, linkDir); err != nil {
 		t.Fatal(err)
 	}
-	k := Known{}
-	for _, p := range []string{file, sub, linkFile, linkDir, filepath.Join(dir, "missing")} {
+	paths := []string{file, sub, linkFile, linkDir, filepath.Join(dir, "missing")}
+	slices.Sort(paths)
+	var stats []KnownStat
+	for _, p := range paths {
 		st, typ := LstatRaw(p)
-		k[p] = KnownStat{Stat: st, Type: typ}
+		stats = append(stats, KnownStat{Stat: st, Type: typ})
+	}
+	k := NewKnown(paths, stats)
+	if k.Len() != len(paths) {
+		t.Fatalf("%d paths known of %d", k.Len(), len(paths))
 	}
 	want, _ := Lstat(file)
 	if st, ok := k.Regular(file); !ok || st != want {
@@ -43,5 +50,43 @@ func TestKnown(t *testing.T) {
 	}
 	if _, ok := k.Regular(sub); ok || k.SeenDir(file) || !k.SeenFile(file) {
 		t.Error("a directory taken as a file or a file as a directory")
+	}
+}
+
+// NewKnown takes paths sorted and each once, with as many stats: anything
+// else is the empty Known (the pass stats each path itself), never a stat
+// given for another path.
+func TestNewKnown(t *testing.T) {
+	st := func(size int64) KnownStat { return KnownStat{Stat: Stat{Size: size}, Type: typeRegular} }
+	for _, tc := range []struct {
+		name  string
+		paths []string
+		stats []KnownStat
+		want  int
+	}{
+		{"sorted", []string{"/a", "/b", "/c"}, []KnownStat{st(1), st(2), st(3)}, 3},
+		{"none", nil, nil, 0},
+		{"out of order", []string{"/b", "/a"}, []KnownStat{st(1), st(2)}, 0},
+		{"repeated", []string{"/a", "/a"}, []KnownStat{st(1), st(2)}, 0},
+		{"fewer stats", []string{"/a", "/b"}, []KnownStat{st(1)}, 0},
+	} {
+		k := NewKnown(tc.paths, tc.stats)
+		if k.Len() != tc.want {
+			t.Errorf("%s: %d paths known, want %d", tc.name, k.Len(), tc.want)
+		}
+		for i, p := range tc.paths {
+			if s, ok := k.Regular(p); ok && (tc.want == 0 || s.Size != int64(i+1)) {
+				t.Errorf("%s: %s has the stat %+v", tc.name, p, s)
+			}
+		}
+	}
+	k := NewKnown([]string{"/a", "/b", "/c"}, []KnownStat{st(1), st(2), st(3)})
+	for i, p := range []string{"/a", "/b", "/c"} {
+		if s, ok := k.Regular(p); !ok || s.Size != int64(i+1) {
+			t.Errorf("%s: %+v %v", p, s, ok)
+		}
+	}
+	if _, ok := k.Regular("/bb"); ok {
+		t.Error("a path never stat'ed is known")
 	}
 }
