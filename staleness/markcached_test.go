@@ -228,19 +228,9 @@ func TestOldExtractsIndexed(t *testing.T) {
 // after the file came back or went.
 func TestInputsOutsideGit(t *testing.T) {
 	dir := t.TempDir()
-	write := func(rel, body string) {
-		t.Helper()
-		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("src/here.go", "package here\n")
-	write("docs/notes.md", "# Notes\n\nSee src/here.go and src/gone.go.\n")
-	write(".memory/knowledge/decisions.md", "")
+	writeFile(t, filepath.Join(dir, "src/here.go"), "package here\n")
+	writeFile(t, filepath.Join(dir, "docs/notes.md"), "# Notes\n\nSee src/here.go and src/gone.go.\n")
+	writeFile(t, filepath.Join(dir, ".memory/knowledge/decisions.md"), "")
 	cfg := config.Default().Staleness
 	cfg.Sources = []string{"docs/notes.md"}
 	data := []byte(obsLine("obs_a", "created", "uses src/here.go:1 and src/gone.go") + "\n" +
@@ -286,9 +276,7 @@ func TestMarkCachedThenScanAgain(t *testing.T) {
 			dir = r.dir
 		}
 		for rel, body := range map[string]string{"src/deep/here.go": "package here\n", "src/deep/other.go": "package here\n", ".memory/knowledge/decisions.md": ""} {
-			p := filepath.Join(dir, filepath.FromSlash(rel))
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			os.WriteFile(p, []byte(body), 0o644)
+			writeFile(t, filepath.Join(dir, filepath.FromSlash(rel)), body)
 		}
 		data := []byte(obsLine("obs_a", "created", "see here.go:1, deep/here.go and src/gone.go") + "\n")
 		cfg := config.Default().Staleness
